@@ -1,0 +1,78 @@
+"""Load one result file into a :class:`~evalarc.formats.model.Run`, detecting its format."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from evalarc.canonical import sha256_file, strict_loads
+from evalarc.errors import InputError, UsageError
+from evalarc.formats.model import FORMATS, Run, Source
+
+MAX_RESULT_BYTES = 512 * 1024 * 1024
+"""A result file larger than this is refused before it is read."""
+
+ZIP_MAGIC = b"PK\x03\x04"
+
+
+def detect_format(path: Path, head: bytes) -> str:
+    """Name the format of ``path`` from its suffix and first bytes (JSON is parsed only when the
+    cheap signals do not decide)."""
+    if path.suffix == ".eval" or head.startswith(ZIP_MAGIC):
+        return "inspect"
+    stripped = head.lstrip()
+    if path.suffix == ".xml" or stripped.startswith(b"<"):
+        return "junit"
+    data = _parse_json_file(path)
+    if isinstance(data, dict):
+        if isinstance(data.get("eval"), dict):
+            return "inspect"
+        if isinstance(data.get("results"), dict):
+            return "promptfoo"
+    raise InputError(f"cannot detect the format of {path.name}; pass --format")
+
+
+def _parse_json_file(path: Path) -> object:
+    try:
+        return strict_loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as error:
+        raise InputError(f"{path.name} is not JSON: {error}") from None
+
+
+def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Run:
+    """Read ``path`` as ``format`` (or detect it) into the shared model.
+
+    Raises InputError naming the file for anything unusable; never returns a run without cases.
+    """
+    if format != "auto" and format not in FORMATS:
+        raise UsageError(f"unknown format {format!r}; use auto, inspect, promptfoo or junit")
+    if not math.isfinite(threshold):
+        raise UsageError("--threshold must be a finite number")
+    if not path.exists():
+        raise InputError(f"{path} does not exist")
+    if path.is_symlink() or not path.is_file():
+        raise InputError(f"{path} is not a regular file")
+    size = path.stat().st_size
+    if size > MAX_RESULT_BYTES:
+        raise InputError(f"{path.name} exceeds {MAX_RESULT_BYTES} bytes")
+    digest, _ = sha256_file(path)
+    source = Source(name=path.name, sha256=digest)
+    with path.open("rb") as handle:
+        head = handle.read(64)
+    chosen = detect_format(path, head) if format == "auto" else format
+
+    if chosen == "inspect":
+        from evalarc.formats.inspect import read_inspect
+
+        run = read_inspect(path, source, threshold)
+    elif chosen == "promptfoo":
+        from evalarc.formats.promptfoo import read_promptfoo
+
+        run = read_promptfoo(path, source, threshold)
+    else:
+        from evalarc.formats.junit import read_junit
+
+        run = read_junit(path, source, threshold)
+    if not run.cases:
+        raise InputError(f"{path.name} contains no scored cases")
+    return run
