@@ -31,8 +31,9 @@ def canonical_bytes(value: JSONValue) -> bytes:
 
 def compact_json(value: JSONValue) -> str:
     """Canonical but without spaces: used for JSON lines where size matters."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=True, allow_nan=False,
-                      separators=(",", ":"))
+    return json.dumps(
+        value, sort_keys=True, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+    )
 
 
 def json_equal(left: JSONValue, right: JSONValue) -> bool:
@@ -103,5 +104,9 @@ def strict_loads(text: str | bytes) -> JSONValue:
 
     Raises ValueError (json.JSONDecodeError is a subclass) with the position of the problem.
     """
-    return json.loads(text, parse_constant=_reject_constant, parse_float=_parse_float,
-                      object_pairs_hook=_reject_duplicates)
+    return json.loads(
+        text,
+        parse_constant=_reject_constant,
+        parse_float=_parse_float,
+        object_pairs_hook=_reject_duplicates,
+    )

@@ -4,14 +4,16 @@ exit code. Nothing else lives here (the library is tested directly; CLI tests ch
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from evalarc import __version__
-from evalarc.errors import EvalArcError, ExitCode
+from evalarc.errors import EvalArcError, ExitCode, OutputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,6 +46,148 @@ class _Group(click.Group):
 def main(ctx: click.Context, debug: bool) -> None:
     """Review agent evaluations check by check instead of trusting a headline score."""
     ctx.meta["evalarc.debug"] = debug
+
+
+_FORMAT_CHOICE = click.Choice(["auto", "inspect", "promptfoo", "junit"])
+
+
+@main.command()
+@click.argument("baseline", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("current", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=_FORMAT_CHOICE,
+    default="auto",
+    show_default=True,
+    help="Format of both files.",
+)
+@click.option(
+    "--threshold",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Numeric Inspect scores at or above this pass.",
+)
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Write a new, self-verifying report folder here.",
+)
+@click.option(
+    "--markdown",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Append the Markdown summary to this file (e.g. $GITHUB_STEP_SUMMARY).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the full diff JSON instead of text.")
+@click.option(
+    "--held-out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="An evalarc.case-split.v1 file naming held-out cases.",
+)
+@click.option(
+    "--harness",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    help="File or folder scanned for verbatim case text (repeatable).",
+)
+@click.option("--leak-min-chars", type=int, default=12, show_default=True)
+@click.option("--max-cost-ratio", type=float, help="Fail when current/baseline cost exceeds R.")
+@click.option(
+    "--cost-metric",
+    type=click.Choice(["auto", "cost", "tokens", "duration"]),
+    default="auto",
+    show_default=True,
+)
+@click.option(
+    "--require-generalization",
+    is_flag=True,
+    help="Fail unless the held-out split shows a gain beyond noise and no leak.",
+)
+def diff(
+    baseline: Path,
+    current: Path,
+    fmt: str,
+    threshold: float,
+    output: Path | None,
+    markdown: Path | None,
+    as_json: bool,
+    held_out: Path | None,
+    harness: tuple[Path, ...],
+    leak_min_chars: int,
+    max_cost_ratio: float | None,
+    cost_metric: str,
+    require_generalization: bool,
+) -> None:
+    """Compare every case and check of BASELINE and CURRENT; exit 1 if any check lost passes."""
+    from evalarc.diff_report import DiffRequest, run_diff
+    from evalarc.review.diff import DiffOptions, overall_passed
+    from evalarc.review.diff_text import markdown_summary, terminal_lines
+
+    options = DiffOptions(
+        threshold=threshold,
+        leak_min_chars=leak_min_chars,
+        require_generalization=require_generalization,
+        max_cost_ratio=max_cost_ratio,
+        cost_metric=cost_metric,
+    )
+    request = DiffRequest(
+        baseline=baseline,
+        current=current,
+        options=options,
+        format=fmt,
+        held_out=held_out,
+        harness=list(harness) if harness else None,
+    )
+    report = run_diff(request, output)
+    if markdown is not None:
+        _append(markdown, markdown_summary(report))
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        for line in terminal_lines(report, str(output) if output is not None else None):
+            click.echo(line)
+    sys.exit(int(ExitCode.ACCEPTED if overall_passed(report) else ExitCode.REJECTED))
+
+
+def _append(path: Path, text: str) -> None:
+    try:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")
+    except OSError as error:
+        raise OutputError(f"cannot append to {path}: {error.strerror or error}") from None
+
+
+@main.command()
+@click.argument("evidence", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print evalarc.verification.v1 JSON.")
+@click.option(
+    "--require-accepted",
+    is_flag=True,
+    help="Exit 1 when the records are consistent but the report's decision is no.",
+)
+def verify(evidence: Path, as_json: bool, require_accepted: bool) -> None:
+    """Recompute a report folder from its own inputs and options and compare."""
+    from evalarc.verify import verification_failure, verify_report_folder
+
+    try:
+        result = verify_report_folder(evidence)
+    except EvalArcError as error:
+        if as_json:
+            click.echo(json.dumps(verification_failure(error), indent=2))
+        click.echo(f"evalarc: verification failed: {error.message}", err=True)
+        sys.exit(int(ExitCode.INVALID))
+    if as_json:
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        click.echo(
+            f"Verified {result['kind']}: {len(result['files'])} evidence files | "
+            f"Passed: {str(result['passed']).lower()}"
+        )
+        click.echo(result["scope"])
+    if require_accepted and not result["passed"]:
+        sys.exit(int(ExitCode.REJECTED))
+    sys.exit(int(ExitCode.ACCEPTED))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,208 @@
+"""Report folders: written atomically, read back safely.
+
+Writing: every command that takes ``--output`` builds its folder in a hidden temporary sibling and
+renames it into place only when complete, so a failure or Ctrl-C leaves nothing half-written and
+an existing folder is never touched. Inputs are copied byte for byte while their SHA-256 is
+re-checked, so the copy is exactly what was reviewed.
+
+Reading: :class:`EvidenceFolder` is the only way ``verify`` opens files inside a folder it was
+handed. It refuses absolute paths, ``..``, symlinks anywhere on the path, special files and
+oversized files, and it records the SHA-256 and size of every file it read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file
+from evalarc.errors import InputError, OutputError, VerificationError
+
+PARAMS_SCHEMA = "evalarc.report-params.v1"
+PARAMS_FILE = "params.json"
+MAX_EVIDENCE_FILE_BYTES = 512 * 1024 * 1024
+_CHUNK = 1 << 20
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def check_new_output(dest: Path) -> None:
+    """Refuse an output folder that exists already (a dangling symlink counts as existing)."""
+    if dest.exists() or dest.is_symlink():
+        raise OutputError(f"output folder {dest} already exists; choose a new one")
+
+
+@contextlib.contextmanager
+def staged_folder(dest: Path) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``dest``; publish it as ``dest`` on success.
+
+    On any exception (including KeyboardInterrupt) the temporary folder is removed and ``dest``
+    is left as it was. Publishing is a single rename, so a reader never sees a partial folder.
+    """
+    check_new_output(dest)
+    parent = dest.parent if str(dest.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputError(f"cannot write {dest}: {parent} is not a folder")
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=parent))
+    except OSError as error:
+        raise OutputError(f"cannot write {dest}: {error.strerror or error}") from None
+    try:
+        yield staging
+        check_new_output(dest)
+        try:
+            os.rename(staging, dest)
+        except OSError as error:
+            raise OutputError(f"cannot publish {dest}: {error.strerror or error}") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _fail_write(path: Path, error: OSError) -> OutputError:
+    return OutputError(f"cannot write {path.name}: {error.strerror or error}")
+
+
+def write_text(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise _fail_write(path, error) from None
+
+
+def write_json(path: Path, value: JSONValue) -> None:
+    """Write a report JSON file: indent 2, non-ASCII kept, NaN refused, trailing newline."""
+    write_text(path, pretty_json(value))
+
+
+def copy_verified(source: Path, dest: Path, expected_sha256: str) -> None:
+    """Copy ``source`` to ``dest`` byte for byte, requiring the bytes to hash to the digest
+    computed when the file was read for the review (else the file changed in between)."""
+    digest = hashlib.sha256()
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with source.open("rb") as reader, dest.open("wb") as writer:
+            while chunk := reader.read(_CHUNK):
+                digest.update(chunk)
+                writer.write(chunk)
+    except OSError as error:
+        raise _fail_write(dest, error) from None
+    if digest.hexdigest() != expected_sha256:
+        raise InputError(f"{source} changed while it was being read")
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as error:
+        raise _fail_write(path, error) from None
+
+
+def params_document(kind: str, options: dict[str, JSONValue]) -> dict[str, JSONValue]:
+    """The params.json object: schema, kind, then every option in the order given."""
+    return {"schema_version": PARAMS_SCHEMA, "kind": kind, **options}
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    sha256: str
+    bytes: int
+
+
+@dataclass
+class EvidenceFolder:
+    """Read files inside a received folder without trusting its layout."""
+
+    root: Path
+    files: dict[str, FileRecord] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        root = Path(os.path.abspath(self.root))
+        _refuse_symlinks(root)
+        if not root.is_dir():
+            raise VerificationError(f"{self.root} is not a folder")
+        self.root = root
+
+    def path_of(self, relative: str) -> Path:
+        """Resolve a recorded relative path safely (no absolute paths, no ``..``, no links)."""
+        if not isinstance(relative, str) or not relative or "\x00" in relative:
+            raise VerificationError(f"evidence path {relative!r} is not a relative file name")
+        pure = PurePosixPath(relative)
+        if (
+            pure.is_absolute()
+            or relative.startswith("\\")
+            or ".." in pure.parts
+            or ("\\" in relative)
+        ):
+            raise VerificationError(f"evidence path '{relative}' leaves the folder")
+        target = self.root.joinpath(*pure.parts)
+        _refuse_symlinks(target)
+        return target
+
+    def exists(self, relative: str) -> bool:
+        return self.path_of(relative).exists()
+
+    def read_bytes(self, relative: str, limit: int = MAX_EVIDENCE_FILE_BYTES) -> bytes:
+        target = self.path_of(relative)
+        try:
+            info = target.lstat()
+        except FileNotFoundError:
+            raise VerificationError(f"{relative} is missing from {self.root.name}") from None
+        except OSError as error:
+            raise VerificationError(f"cannot read {relative}: {error.strerror}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise VerificationError(f"{relative} is not a regular file")
+        if info.st_size > limit:
+            raise VerificationError(f"{relative} exceeds {limit} bytes")
+        try:
+            with target.open("rb") as handle:
+                data = handle.read(limit + 1)
+        except OSError as error:
+            raise VerificationError(f"cannot read {relative}: {error.strerror}") from None
+        if len(data) > limit:
+            raise VerificationError(f"{relative} exceeds {limit} bytes")
+        self.files[relative] = FileRecord(sha256=sha256_bytes(data), bytes=len(data))
+        return data
+
+    def hash_file(self, relative: str, limit: int = MAX_EVIDENCE_FILE_BYTES) -> Path:
+        """Check and record a (possibly large) file by streaming it; return its safe path."""
+        target = self.path_of(relative)
+        try:
+            info = target.lstat()
+        except FileNotFoundError:
+            raise VerificationError(f"{relative} is missing from {self.root.name}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise VerificationError(f"{relative} is not a regular file")
+        if info.st_size > limit:
+            raise VerificationError(f"{relative} exceeds {limit} bytes")
+        digest, size = sha256_file(target)
+        self.files[relative] = FileRecord(sha256=digest, bytes=size)
+        return target
+
+    def files_json(self) -> dict[str, dict[str, object]]:
+        return {
+            name: {"sha256": record.sha256, "bytes": record.bytes}
+            for name, record in sorted(self.files.items())
+        }
+
+
+def _refuse_symlinks(path: Path) -> None:
+    """Refuse a symlink at ``path`` or any parent up to (not including) the filesystem root."""
+    current = path
+    while current != current.parent:
+        if current.is_symlink():
+            raise VerificationError(f"evidence contains a symlink: {current}")
+        current = current.parent

@@ -1,0 +1,219 @@
+"""``evalarc diff`` as a library call: load, compute, write the report folder; and the
+recomputation of a saved diff folder for ``verify``. Both sides call
+:func:`evalarc.review.diff.compute_diff`, so a report and its verification cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from evalarc.bundle import (
+    PARAMS_FILE,
+    EvidenceFolder,
+    copy_verified,
+    params_document,
+    staged_folder,
+    write_bytes,
+    write_json,
+    write_text,
+)
+from evalarc.canonical import sha256_bytes, strict_loads
+from evalarc.clock import timestamp
+from evalarc.errors import VerificationError
+from evalarc.formats import Run, load_results
+from evalarc.formats.model import Source
+from evalarc.review.diff import DIFF_SCHEMA, DiffOptions, compute_diff, overall_passed
+from evalarc.review.diff_text import markdown_summary
+from evalarc.review.leakage import HarnessFile, collect_harness
+from evalarc.review.split import CaseSplit, load_split
+
+REPORT_FILE = "diff.json"
+SPLIT_FILE = "split.json"
+
+
+@dataclass(frozen=True)
+class DiffRequest:
+    """Everything a user asked ``evalarc diff`` for."""
+
+    baseline: Path
+    current: Path
+    options: DiffOptions
+    format: str = "auto"
+    held_out: Path | None = None
+    harness: Sequence[Path] | None = None
+
+
+def _copy_name(role: str, original: Path) -> str:
+    return role + (original.suffix or ".json")
+
+
+def run_diff(request: DiffRequest, output: Path | None = None) -> dict[str, Any]:
+    """Load both runs, compute the diff, and (with ``output``) publish a report folder."""
+    request.options.validate()
+    baseline = load_results(request.baseline, request.format, request.options.threshold)
+    current = load_results(request.current, request.format, request.options.threshold)
+    split = load_split(request.held_out) if request.held_out is not None else None
+    harness = collect_harness(list(request.harness)) if request.harness is not None else None
+    report = compute_diff(
+        baseline, current, request.options, split=split, harness=harness, created_at=timestamp()
+    )
+    if output is not None:
+        write_diff_folder(output, request, report, baseline, current, split, harness)
+    return report
+
+
+def _params(
+    request: DiffRequest,
+    report: dict[str, Any],
+    split: CaseSplit | None,
+    harness: Sequence[HarnessFile] | None,
+) -> dict[str, Any]:
+    options = request.options
+    return params_document(
+        "diff",
+        {
+            "format": report["format"],
+            "threshold": options.threshold,
+            "leak_min_chars": options.leak_min_chars,
+            "require_generalization": options.require_generalization,
+            "max_cost_ratio": options.max_cost_ratio,
+            "cost_metric": options.cost_metric,
+            "inputs": [
+                {"file": _copy_name("baseline", request.baseline)},
+                {"file": _copy_name("current", request.current)},
+            ],
+            "split": SPLIT_FILE if split is not None else None,
+            "harness": None
+            if harness is None
+            else [
+                {"file": f"harness/{index:04d}", "label": item.label, "sha256": item.sha256}
+                for index, item in enumerate(harness)
+            ],
+        },
+    )
+
+
+def write_diff_folder(
+    output: Path,
+    request: DiffRequest,
+    report: dict[str, Any],
+    baseline: Run,
+    current: Run,
+    split: CaseSplit | None,
+    harness: Sequence[HarnessFile] | None,
+) -> None:
+    """Publish the diff report folder atomically (see :mod:`evalarc.bundle`)."""
+    from evalarc.site.diff_page import render_diff_page
+
+    params = _params(request, report, split, harness)
+    with staged_folder(output) as folder:
+        copy_verified(
+            request.baseline, folder / params["inputs"][0]["file"], baseline.source.sha256
+        )
+        copy_verified(request.current, folder / params["inputs"][1]["file"], current.source.sha256)
+        if split is not None and request.held_out is not None:
+            copy_verified(request.held_out, folder / SPLIT_FILE, split.source.sha256)
+        for entry, item in zip(params["harness"] or [], harness or [], strict=True):
+            write_bytes(folder / entry["file"], item.data)
+        write_json(folder / PARAMS_FILE, params)
+        write_json(folder / REPORT_FILE, report)
+        write_text(folder / "summary.md", markdown_summary(report))
+        write_text(folder / "index.html", render_diff_page(report))
+
+
+def recompute_diff_folder(
+    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
+) -> dict[str, Any]:
+    """Recompute a saved diff from the folder's input copies and recorded options."""
+    if recorded.get("schema_version") != DIFF_SCHEMA:
+        raise VerificationError(f"{REPORT_FILE} does not hold a diff report")
+    inputs = params.get("inputs")
+    if not isinstance(inputs, list) or len(inputs) != 2:
+        raise VerificationError(f"{PARAMS_FILE} must list exactly two inputs for a diff")
+    options = DiffOptions(
+        threshold=_number(params, "threshold"),
+        leak_min_chars=int(_number(params, "leak_min_chars")),
+        require_generalization=bool(params.get("require_generalization")),
+        max_cost_ratio=None
+        if params.get("max_cost_ratio") is None
+        else _number(params, "max_cost_ratio"),
+        cost_metric=str(params.get("cost_metric")),
+    )
+    options.validate()
+    fmt = str(params.get("format"))
+    runs: list[Run] = []
+    for entry, role in zip(inputs, ("baseline", "current"), strict=True):
+        runs.append(_load_recorded_input(folder, entry, recorded.get(role), fmt, options))
+    split = None
+    if params.get("split") is not None:
+        split_path = folder.hash_file(str(params["split"]))
+        split = load_split(split_path)
+        recorded_split = (recorded.get("generalization") or {}).get("split") or {}
+        recorded_source = recorded_split.get("source") or {}
+        if isinstance(recorded_source.get("name"), str):
+            split = replace(split, source=Source(recorded_source["name"], split.source.sha256))
+    harness = None
+    if params.get("harness") is not None:
+        harness = []
+        for entry in params["harness"]:
+            if not isinstance(entry, dict):
+                raise VerificationError(f"{PARAMS_FILE} has a malformed harness entry")
+            data = folder.read_bytes(str(entry.get("file")))
+            item = HarnessFile(str(entry.get("label")), data, sha256_bytes(data))
+            if item.sha256 != entry.get("sha256"):
+                raise VerificationError(
+                    f"{entry.get('file')} differs from the harness file that was scanned"
+                )
+            harness.append(item)
+    return compute_diff(
+        runs[0],
+        runs[1],
+        options,
+        split=split,
+        harness=harness,
+        created_at=str(recorded.get("created_at", "")),
+    )
+
+
+def _number(params: dict[str, Any], key: str) -> float:
+    value = params.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise VerificationError(f"{PARAMS_FILE} has no numeric {key}")
+    return float(value) if isinstance(value, float) else value
+
+
+def _load_recorded_input(
+    folder: EvidenceFolder, entry: object, recorded_run: object, fmt: str, options: DiffOptions
+) -> Run:
+    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+        raise VerificationError(f"{PARAMS_FILE} has a malformed input entry")
+    name = entry["file"]
+    path = folder.hash_file(name)
+    source = recorded_run.get("source") if isinstance(recorded_run, dict) else None
+    if not isinstance(source, dict) or folder.files[name].sha256 != source.get("sha256"):
+        raise VerificationError(f"{name} differs from the input the report recorded")
+    run = load_results(path, fmt, options.threshold)
+    return run.with_source(Source(str(source.get("name")), str(source["sha256"])))
+
+
+def diff_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """What ``verify`` says about a diff: the gate, the overall pass and the blocking count."""
+    return {
+        "gate_passed": bool(report.get("gate_passed")),
+        "passed": overall_passed(report),
+        "blocking_changes": report.get("blocking_changes"),
+    }
+
+
+def load_report_json(folder: EvidenceFolder, name: str) -> dict[str, Any]:
+    data = folder.read_bytes(name, limit=64 * 1024 * 1024)
+    try:
+        value = strict_loads(data)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise VerificationError(f"{name} is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise VerificationError(f"{name} is not a JSON object")
+    return value

@@ -1,0 +1,126 @@
+"""``evalarc verify``: recompute a received report folder and compare it with what it says.
+
+A folder is recognised by its ``params.json`` (schema ``evalarc.report-params.v1``); its ``kind``
+selects the report file and the recomputation. Recomputation uses the same compute function the
+writing command used, from the folder's own input copies and recorded options. The comparison
+ignores only ``created_at`` and ``evalarc_version`` (at every level).
+
+Scope: this proves the report follows from the preserved bytes and options. It does not rerun
+the source tools' grading, does not authenticate where inputs came from, and cannot detect a
+coordinated fabrication that rewrites inputs, hashes and report together.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalarc.bundle import PARAMS_FILE, PARAMS_SCHEMA, EvidenceFolder
+from evalarc.errors import EvalArcError, VerificationError
+
+VERIFICATION_SCHEMA = "evalarc.verification.v1"
+SCOPE = (
+    "Recomputed from the preserved input bytes and the recorded options and compared with the "
+    "saved report; the source tools' grading was not rerun, the inputs' origin is not "
+    "authenticated, and HTML and Markdown files were not checked."
+)
+IGNORED_KEYS = frozenset({"created_at", "evalarc_version"})
+
+Recompute = Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], dict[str, Any]]
+Summarize = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ReportKind:
+    """How to verify one kind of report folder."""
+
+    name: str
+    report_file: str
+    recompute: Recompute
+    summarize: Summarize
+
+
+def _kinds() -> dict[str, ReportKind]:
+    from evalarc import diff_report
+
+    return {
+        "diff": ReportKind(
+            "diff",
+            diff_report.REPORT_FILE,
+            diff_report.recompute_diff_folder,
+            diff_report.diff_summary,
+        ),
+    }
+
+
+def strip_volatile(value: Any) -> Any:
+    """Drop ``created_at``/``evalarc_version`` at every level."""
+    if isinstance(value, dict):
+        return {k: strip_volatile(v) for k, v in value.items() if k not in IGNORED_KEYS}
+    if isinstance(value, list):
+        return [strip_volatile(v) for v in value]
+    return value
+
+
+def _normalised(value: Any) -> str:
+    # JSON text keeps booleans and numbers apart (True != 1 here, unlike Python equality).
+    return json.dumps(strip_volatile(value), sort_keys=True, allow_nan=False)
+
+
+def _folder_of(evidence: Path) -> Path:
+    if evidence.is_dir():
+        return evidence
+    if evidence.is_file() and evidence.suffix == ".json":
+        return evidence.parent
+    raise VerificationError(f"{evidence} is neither a report folder nor a report JSON file")
+
+
+def verify_report_folder(evidence: Path) -> dict[str, Any]:
+    """Verify a report folder (or a report file inside one); raise VerificationError on any
+    inconsistency, return the ``evalarc.verification.v1`` result otherwise."""
+    from evalarc.diff_report import load_report_json
+
+    if not evidence.exists() and not evidence.is_symlink():
+        raise VerificationError(f"{evidence} does not exist")
+    folder = EvidenceFolder(_folder_of(evidence))
+    if not folder.exists(PARAMS_FILE):
+        raise VerificationError(
+            f"{folder.root.name} has no {PARAMS_FILE}; it is not a report folder"
+        )
+    params = load_report_json(folder, PARAMS_FILE)
+    if params.get("schema_version") != PARAMS_SCHEMA:
+        raise VerificationError(f"{PARAMS_FILE} is not an EvalArc report parameter file")
+    kinds = _kinds()
+    kind = kinds.get(str(params.get("kind")))
+    if kind is None:
+        raise VerificationError(
+            f"{PARAMS_FILE} names an unknown report kind {params.get('kind')!r}"
+        )
+    recorded = load_report_json(folder, kind.report_file)
+    recomputed = kind.recompute(folder, params, recorded)
+    if _normalised(recorded) != _normalised(recomputed):
+        raise VerificationError(
+            f"{kind.report_file} differs from the recomputed {kind.name} report"
+        )
+    summary = kind.summarize(recorded)
+    return {
+        "schema_version": VERIFICATION_SCHEMA,
+        "verified": True,
+        "kind": kind.name,
+        **summary,
+        "files": folder.files_json(),
+        "scope": SCOPE,
+    }
+
+
+def verification_failure(error: EvalArcError) -> dict[str, Any]:
+    """The JSON printed by ``verify --json`` when verification fails."""
+    return {
+        "schema_version": VERIFICATION_SCHEMA,
+        "verified": False,
+        "error": error.message,
+        "scope": SCOPE,
+    }

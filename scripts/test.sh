@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install EvalArc with its test tools into .venv, bring up what the tests need (the Docker engine
+# and local images), and run what CI runs: ruff, mypy, pytest. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -f scripts/docker_setup.sh ]; then
+  bash scripts/docker_setup.sh
+fi
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[dev]'
+.venv/bin/ruff check evalarc tests bench
+.venv/bin/ruff format --check evalarc
+.venv/bin/mypy
+.venv/bin/python -m pytest -q "$@"
