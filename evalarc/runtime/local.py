@@ -1,0 +1,457 @@
+"""The ``local`` backend: candidates run as host processes over pipes (trusted code only).
+
+Each session is one child process in its own POSIX session (so SIGKILL to its process group takes
+any grandchildren with it), with a minimal environment, the snapshot as working directory and a
+fresh per-case state directory (mode 0700) under ``work_root``. All pipe I/O is non-blocking and
+select-based, so a candidate that floods output while we write cannot deadlock us, and every wait
+is capped by both the response timeout and the case deadline.
+
+:class:`PipeSession` holds the process-agnostic half (pipes, deadlines, transcript); a backend
+that launches a different child (the Docker CLI) can reuse it and override the two hooks.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalarc.canonical import JSONValue
+from evalarc.errors import EnvironmentFailure
+from evalarc.runtime.jsonl import (
+    CASE_BUDGET_EXHAUSTED,
+    CLOSED_STDIN,
+    NO_COMPLETE_RESPONSE,
+    NO_EXIT_AFTER_EOF,
+    RESPONSE_TIMEOUT,
+    STDIN_WRITE_TIMEOUT,
+    UNSOLICITED_STDOUT,
+    ResponseReader,
+    capped_deadline,
+    describe_line,
+    encode_request,
+    exit_code_message,
+    parse_response,
+)
+from evalarc.runtime.protocol import AgentFault, Limits, Transcript
+from evalarc.runtime.snapshot import expand_command
+
+LOCAL_PATH = "/bin:/usr/bin"
+"""The platform default PATH handed to local candidates (no host PATH, no secrets)."""
+CLEANUP_TIMEOUT = 5.0
+"""Seconds a killed local process may take to be reaped before cleanup counts as failed."""
+_READ_CHUNK = 65536
+_POLL_INTERVAL = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class CaseClock:
+    """The monotonic origin and deadline of one case, shared by its sessions."""
+
+    opened: float
+    deadline: float
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.opened
+
+
+class PipeSession:
+    """One candidate process spoken to over stdin/stdout/stderr pipes.
+
+    Any AgentFault ends the session: the fault is recorded, the process group is killed and the
+    fault re-raised. Calling :meth:`exchange` or :meth:`stop_eof` on an ended session is a
+    harness bug (RuntimeError); :meth:`kill` is always allowed and idempotent.
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes], limits: Limits, clock: CaseClock,
+                 transcript: Transcript, index: int) -> None:
+        if process.stdin is None or process.stdout is None or process.stderr is None:
+            raise ValueError("a pipe session needs stdin, stdout and stderr pipes")
+        self._process = process
+        self._limits = limits
+        self._clock = clock
+        self._transcript = transcript
+        self.index = index
+        """0-based position of this session in its case."""
+        self._reader = ResponseReader(limits.session_output_limit_bytes, limits.stderr_tail_bytes)
+        self._stdin_fd: int | None = process.stdin.fileno()
+        self._open_fds = {process.stdout.fileno(), process.stderr.fileno()}
+        self._stdout_fd = process.stdout.fileno()
+        for descriptor in (self._stdin_fd, *self._open_fds):
+            os.set_blocking(descriptor, False)
+        self._pidfd = _open_pidfd(process.pid)
+        self._ended = False
+
+    # -- diagnostics --------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit status once reaped (negative signal number when killed), else None."""
+        return self._process.returncode
+
+    @property
+    def stdout_bytes(self) -> int:
+        return self._reader.stdout_bytes
+
+    @property
+    def stderr_bytes(self) -> int:
+        return self._reader.stderr_bytes
+
+    @property
+    def output_bytes(self) -> int:
+        return self._reader.output_bytes
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    def stderr_tail(self) -> str:
+        return self._reader.stderr_tail()
+
+    # -- the protocol -------------------------------------------------------------------------
+
+    def exchange(self, request: JSONValue) -> JSONValue:
+        line = encode_request(request, self._limits.request_limit_bytes)
+        self._require_running()
+        self._record("send", line=line[:-1].decode("ascii"))
+        try:
+            deadline, case_bound = self._deadline()
+            self._write(line, deadline, case_bound)
+            response = self._read_line(deadline, case_bound)
+            self._record("recv", **describe_line(response))
+            return parse_response(response)
+        except AgentFault as fault:
+            self._fail(fault)
+            raise
+
+    def stop_eof(self) -> None:
+        self._require_running()
+        try:
+            self._close_stdin()
+            self._record("eof")
+            deadline, message = capped_deadline(
+                time.monotonic(), self._limits.response_timeout, self._clock.deadline,
+                NO_EXIT_AFTER_EOF,
+            )
+            self._wait_exit(deadline, message)
+            code = self._process.returncode
+            assert code is not None
+            if code != 0:
+                raise self._exit_fault(code)
+            if self._reader.has_unsolicited_stdout():
+                raise AgentFault(UNSOLICITED_STDOUT)
+        except AgentFault as fault:
+            self._fail(fault)
+            raise
+        self._finish(killed=False)
+
+    def kill(self) -> None:
+        if not self._ended:
+            self._finish(killed=True)
+
+    # -- hooks for other process launchers ----------------------------------------------------
+
+    def _before_kill(self) -> None:
+        """Runs before the process group is killed (the Docker backend removes its container)."""
+
+    def _exit_fault(self, code: int) -> AgentFault:
+        """The fault for a non-zero exit after EOF (Docker maps launch codes elsewhere)."""
+        return AgentFault(exit_code_message(code))
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _require_running(self) -> None:
+        if self._ended:
+            raise RuntimeError(f"session {self.index} has already ended")
+
+    def _record(self, event: str, **data: Any) -> None:
+        self._transcript.add(event, self.index, self._clock.elapsed(), **data)
+
+    def _deadline(self) -> tuple[float, bool]:
+        deadline, message = capped_deadline(
+            time.monotonic(), self._limits.response_timeout, self._clock.deadline,
+            RESPONSE_TIMEOUT,
+        )
+        return deadline, message == CASE_BUDGET_EXHAUSTED
+
+    def _write(self, data: bytes, deadline: float, case_bound: bool) -> None:
+        """Write all of ``data`` to stdin, draining stdout/stderr meanwhile."""
+        if self._stdin_fd is None:
+            raise AgentFault(CLOSED_STDIN)
+        view = memoryview(data)
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else STDIN_WRITE_TIMEOUT)
+            readable, writable, _ = select.select(sorted(self._open_fds), [self._stdin_fd], [],
+                                                  remaining)
+            self._drain(readable)
+            if writable:
+                try:
+                    written = os.write(self._stdin_fd, view)
+                except BlockingIOError:
+                    continue
+                except (BrokenPipeError, ConnectionResetError):
+                    raise AgentFault(CLOSED_STDIN) from None
+                view = view[written:]
+
+    def _read_line(self, deadline: float, case_bound: bool) -> bytes:
+        while True:
+            line = self._reader.take_line()
+            if line is not None:
+                return line
+            if self._stdout_fd not in self._open_fds:
+                raise AgentFault(NO_COMPLETE_RESPONSE)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else RESPONSE_TIMEOUT)
+            readable, _, _ = select.select(sorted(self._open_fds), [], [], remaining)
+            self._drain(readable)
+
+    def _drain(self, readable: list[int]) -> None:
+        """Read what is ready on the given output pipes into the reader (may raise AgentFault)."""
+        for descriptor in readable:
+            try:
+                chunk = os.read(descriptor, _READ_CHUNK)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                self._open_fds.discard(descriptor)
+            elif descriptor == self._stdout_fd:
+                self._reader.feed_stdout(chunk)
+            else:
+                self._reader.feed_stderr(chunk)
+
+    def _wait_exit(self, deadline: float, message: str) -> None:
+        """Drain output until the process has exited (and its pipes closed), or fault."""
+        while self._process.poll() is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AgentFault(message)
+            watched = sorted(self._open_fds)
+            if self._pidfd is not None:
+                watched.append(self._pidfd)
+                timeout = remaining
+            else:
+                timeout = min(remaining, _POLL_INTERVAL)
+            readable, _, _ = select.select(watched, [], [], timeout)
+            self._drain([fd for fd in readable if fd != self._pidfd])
+        # The process is gone; collect what it wrote last. A grandchild holding a pipe open must
+        # not stretch this past the deadline, and is killed with the group afterwards anyway.
+        while self._open_fds:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            readable, _, _ = select.select(sorted(self._open_fds), [], [], remaining)
+            self._drain(readable)
+
+    def _close_stdin(self) -> None:
+        if self._stdin_fd is not None:
+            self._stdin_fd = None
+            stdin = self._process.stdin
+            assert stdin is not None
+            with suppress(BrokenPipeError):
+                stdin.close()
+
+    def _fail(self, fault: AgentFault) -> None:
+        self._record("fault", message=fault.message, kind="agent")
+        self._finish(killed=True)
+
+    def _finish(self, killed: bool) -> None:
+        """Kill the whole process group, reap the child, record exit and diagnostics."""
+        if self._ended:
+            return
+        self._ended = True
+        self._close_stdin()
+        try:
+            if killed and self._process.poll() is None:
+                self._before_kill()
+                self._record("kill")
+            _kill_group(self._process.pid)
+            try:
+                self._process.wait(timeout=CLEANUP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise EnvironmentFailure(
+                    f"candidate process {self._process.pid} was not reaped within "
+                    f"{CLEANUP_TIMEOUT:g} s of SIGKILL"
+                ) from None
+            self._collect_leftovers()
+        finally:
+            self._close_pipes()
+        self._record("exit", code=self._process.returncode)
+        self._record("stderr", tail=self._reader.stderr_tail(),
+                     stdout_bytes=self._reader.stdout_bytes,
+                     stderr_bytes=self._reader.stderr_bytes)
+
+    def _collect_leftovers(self) -> None:
+        """Read what is already in the pipes (for the stderr tail); limits no longer matter."""
+        while self._open_fds:
+            readable, _, _ = select.select(sorted(self._open_fds), [], [], 0)
+            if not readable:
+                return
+            try:
+                self._drain(readable)
+            except AgentFault:
+                return
+
+    def _close_pipes(self) -> None:
+        for stream in (self._process.stdout, self._process.stderr):
+            if stream is not None:
+                stream.close()
+        self._open_fds.clear()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+def _open_pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits (Linux 5.3+), else None."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        descriptor: int = opener(pid)
+    except OSError:
+        return None
+    return descriptor
+
+
+def _kill_group(pgid: int) -> None:
+    # ESRCH: nobody is left in the group; EPERM: macOS reports a group of zombies this way.
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+class LocalCaseRun:
+    """One case on the local backend: a fresh state directory and the case deadline."""
+
+    def __init__(self, backend: LocalBackend, state_dir: Path, clock: CaseClock) -> None:
+        self._backend = backend
+        self.state_dir = state_dir
+        self.clock = clock
+        self.transcript = Transcript()
+        self.sessions: list[PipeSession] = []
+        self._closed = False
+
+    def start_session(self) -> PipeSession:
+        if self._closed:
+            raise RuntimeError("case is closed")
+        index = len(self.sessions)
+        if time.monotonic() >= self.clock.deadline:
+            self.transcript.add("fault", index, self.clock.elapsed(),
+                                message=CASE_BUDGET_EXHAUSTED, kind="agent")
+            raise AgentFault(CASE_BUDGET_EXHAUSTED)
+        argv = self._backend.expand(self.state_dir)
+        self.transcript.add("start", index, self.clock.elapsed(), argv=argv)
+        try:
+            process = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                bufsize=0, cwd=self._backend.snapshot_dir, env=self._backend.environment(),
+                start_new_session=True, close_fds=True,
+            )
+        except (OSError, ValueError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            message = f"could not start candidate command {argv[0]!r}: {reason}"
+            self.transcript.add("fault", index, self.clock.elapsed(), message=message,
+                                kind="environment")
+            raise EnvironmentFailure(message) from None
+        session = PipeSession(process, self._backend.limits, self.clock, self.transcript, index)
+        self.sessions.append(session)
+        return session
+
+    def close(self) -> None:
+        """Kill every session still running and remove the state directory."""
+        if self._closed:
+            return
+        self._closed = True
+        problems: list[str] = []
+        for session in self.sessions:
+            try:
+                session.kill()
+            except EnvironmentFailure as error:
+                problems.append(error.message)
+        try:
+            shutil.rmtree(self.state_dir)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            problems.append(f"could not remove state directory {self.state_dir}: {error.strerror}")
+        if problems:
+            raise EnvironmentFailure("; ".join(problems))
+
+
+class LocalBackend:
+    """Runs the snapshot's command as host processes. Only for code the user trusts."""
+
+    name = "local"
+
+    def __init__(self, snapshot_dir: Path, command: list[str], limits: Limits,
+                 work_root: Path) -> None:
+        if not command:
+            raise ValueError("the candidate command template is empty")
+        self.snapshot_dir = snapshot_dir.resolve()
+        self.command = list(command)
+        self.limits = limits
+        self.work_root = work_root.resolve()
+        self.python = sys.executable
+        self._cases = 0
+
+    def runtime(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "image": None,
+            "image_id": None,
+            "command": list(self.command),
+            **self.limits.to_json(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        }
+
+    def environment(self) -> dict[str, str]:
+        """The whole environment a local candidate sees."""
+        return {"PATH": LOCAL_PATH, "LANG": "C.UTF-8"}
+
+    def expand(self, state_dir: Path) -> list[str]:
+        return expand_command(self.command, self.python, str(self.snapshot_dir), str(state_dir))
+
+    @contextmanager
+    def open_case(self, label: str) -> Iterator[LocalCaseRun]:
+        opened = time.monotonic()
+        clock = CaseClock(opened=opened, deadline=opened + self.limits.case_timeout)
+        self._cases += 1
+        try:
+            self.work_root.mkdir(parents=True, exist_ok=True)
+            state_dir = Path(tempfile.mkdtemp(
+                prefix=f"state-{self._cases}-{_folder_name(label)}-", dir=self.work_root,
+            ))
+            state_dir.chmod(0o700)
+        except OSError as error:
+            raise EnvironmentFailure(
+                f"could not create a state directory under {self.work_root}: {error.strerror}"
+            ) from None
+        run = LocalCaseRun(self, state_dir, clock)
+        try:
+            yield run
+        finally:
+            run.close()
+
+
+def _folder_name(label: str) -> str:
+    """A label such as ``17/read-write-delete`` made safe and short for a folder name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.")[:60] or "case"
