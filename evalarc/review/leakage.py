@@ -1,0 +1,297 @@
+"""Harness leakage: find case inputs or expected answers copied verbatim into harness files.
+
+A prompt or scaffold that contains a case's own text can make that case pass without any real
+capability, and a held-out case found there is no longer held out. :func:`collect_harness` reads
+the files (the only I/O here); :func:`scan_leakage` is the pure scan over bytes already read.
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalarc.canonical import sha256_bytes
+from evalarc.errors import InputError, UsageError
+from evalarc.formats.model import Run
+
+MIN_LEAK_CHARS = 4
+"""The shortest ``--leak-min-chars`` accepted; shorter needles match almost anything."""
+MAX_HARNESS_FILE_BYTES = 2 * 1024 * 1024
+"""Larger harness files are skipped without a word (they are data, not prompts)."""
+MAX_HARNESS_FILES = 2_000
+MAX_HARNESS_TOTAL_BYTES = 16 * 1024 * 1024
+MAX_HITS = 200
+"""Hits listed in a report; the rest are counted only through ``truncated``."""
+HIT_TEXT_CHARS = 160
+
+# Below this many needles a plain substring search per needle is cheaper than indexing the text.
+_DIRECT_SEARCH_NEEDLES = 64
+
+LEAKAGE_SCOPE = (
+    "The scan looks for case inputs and expected answers copied verbatim, ignoring case and "
+    "whitespace, into the harness files. Paraphrased, translated or encoded copies are not "
+    "found, and a hit on a short, common text can be a coincidence."
+)
+
+
+@dataclass(frozen=True)
+class HarnessFile:
+    """One harness file as scanned: the label reports show, its bytes and their SHA-256."""
+
+    label: str
+    data: bytes
+    sha256: str
+
+
+def collect_harness(paths: Sequence[Path]) -> list[HarnessFile]:
+    """Read every harness file named by ``paths`` (files or folders), in a fixed order.
+
+    Folders are walked in sorted order, skipping hidden components and nested symlinks. A file
+    reached twice is read once; files over 2 MiB are skipped. More than 2,000 files or 16 MiB in
+    all is an InputError, as is a missing path or a root that is a symlink.
+    """
+    files: list[HarnessFile] = []
+    seen: set[Path] = set()
+    total = 0
+    for root in paths:
+        for label, path in _enumerate(root):
+            try:
+                resolved = path.resolve()
+                if resolved in seen:
+                    continue
+                seen.add(resolved)
+                if path.stat().st_size > MAX_HARNESS_FILE_BYTES:
+                    continue
+                with path.open("rb") as handle:
+                    data = handle.read(MAX_HARNESS_FILE_BYTES + 1)
+            except OSError as error:
+                raise InputError(
+                    f"cannot read harness file {label}: {error.strerror or error}"
+                ) from None
+            if len(data) > MAX_HARNESS_FILE_BYTES:
+                continue
+            files.append(HarnessFile(label=label, data=data, sha256=sha256_bytes(data)))
+            total += len(data)
+            if len(files) > MAX_HARNESS_FILES:
+                raise InputError(f"--harness names more than {MAX_HARNESS_FILES:,} files")
+            if total > MAX_HARNESS_TOTAL_BYTES:
+                raise InputError(
+                    f"--harness files exceed {MAX_HARNESS_TOTAL_BYTES // (1024 * 1024)} MiB in all"
+                )
+    return files
+
+
+def _enumerate(root: Path) -> Iterator[tuple[str, Path]]:
+    """(label, path) of every regular file under one ``--harness`` argument, in scan order."""
+    if root.is_symlink():
+        raise InputError(f"harness path {root.as_posix()} is a symbolic link")
+    if not root.exists():
+        raise InputError(f"harness path {root.as_posix()} does not exist")
+    if root.is_file():
+        yield root.as_posix(), root
+        return
+    if not root.is_dir():
+        raise InputError(f"harness path {root.as_posix()} is neither a file nor a folder")
+    # Depth-first over sorted names, so "a/x" comes before "a.txt" as in a sorted path walk.
+    stack: list[Iterator[os.DirEntry[str]]] = [_sorted_entries(root)]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        if entry.name.startswith(".") or entry.is_symlink():
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            stack.append(_sorted_entries(Path(entry.path)))
+        elif entry.is_file(follow_symlinks=False):
+            yield Path(entry.path).as_posix(), Path(entry.path)
+
+
+def _sorted_entries(folder: Path) -> Iterator[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+    except OSError as error:
+        raise InputError(
+            f"cannot list harness folder {folder.as_posix()}: {error.strerror or error}"
+        ) from None
+    return iter(entries)
+
+
+def normalize_text(text: str) -> str:
+    """Whitespace runs to one space, trimmed, casefolded: the form needles and files share."""
+    return " ".join(text.split()).casefold()
+
+
+@dataclass(frozen=True, slots=True)
+class _Owner:
+    case_id: str
+    role: str
+    text: str
+
+
+def _needles(runs: Sequence[Run], min_chars: int) -> tuple[dict[str, list[_Owner]], int]:
+    """Normalized needle -> owners, and how many distinct owners qualified."""
+    by_needle: dict[str, list[_Owner]] = {}
+    seen: set[_Owner] = set()
+    for run in runs:
+        for case_id in sorted(run.material):
+            for material in run.material[case_id]:
+                owner = _Owner(case_id, material.role, material.text)
+                if owner in seen:
+                    continue
+                seen.add(owner)
+                needle = normalize_text(material.text)
+                if len(needle) >= min_chars:
+                    by_needle.setdefault(needle, []).append(owner)
+    considered = sum(len(owners) for owners in by_needle.values())
+    return by_needle, considered
+
+
+@dataclass(frozen=True, slots=True)
+class _NormalizedFile:
+    """A file's normalized text with the span of each non-blank line inside it."""
+
+    text: str
+    starts: list[int]
+    ends: list[int]
+    line_numbers: list[int]
+
+
+def _normalize_file(text: str) -> _NormalizedFile:
+    parts: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    numbers: list[int] = []
+    offset = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        normalized = normalize_text(line)
+        if not normalized:
+            continue
+        if parts:
+            offset += 1  # the joining space
+        starts.append(offset)
+        offset += len(normalized)
+        ends.append(offset)
+        numbers.append(number)
+        parts.append(normalized)
+    # Every line break is whitespace, so this equals normalize_text(text).
+    return _NormalizedFile(" ".join(parts), starts, ends, numbers)
+
+
+def _first_line(needle: str, document: _NormalizedFile) -> int | None:
+    """The first 1-based line that holds the whole needle, or None when every match spans
+    lines."""
+    position = document.text.find(needle)
+    while position != -1:
+        index = bisect_right(document.starts, position) - 1
+        if index >= 0 and position + len(needle) <= document.ends[index]:
+            return document.line_numbers[index]
+        position = document.text.find(needle, position + 1)
+    return None
+
+
+def _present_needles(
+    document: str, by_needle: dict[str, list[_Owner]], prefixes: dict[str, list[str]], width: int
+) -> list[str]:
+    """The needles contained in ``document``, in needle insertion order."""
+    if len(by_needle) <= _DIRECT_SEARCH_NEEDLES:
+        return [needle for needle in by_needle if needle in document]
+    # Index by the first ``width`` characters (every needle is at least that long): one pass over
+    # the text collects the candidates, and only those get a full substring check.
+    candidates: set[str] = set()
+    for start in range(len(document) - width + 1):
+        found = prefixes.get(document[start : start + width])
+        if found is not None:
+            candidates.update(found)
+    return [needle for needle in by_needle if needle in candidates and needle in document]
+
+
+def _hit_order(hit: dict[str, Any]) -> tuple[Any, ...]:
+    line = hit["line"]
+    return (
+        hit["partition"] != "held_out",
+        hit["file"],
+        line is None,
+        line or 0,
+        hit["case_id"],
+        hit["role"],
+        hit["text"],
+    )
+
+
+def _cut(text: str) -> str:
+    return text[:HIT_TEXT_CHARS] + "…" if len(text) > HIT_TEXT_CHARS else text
+
+
+def scan_leakage(
+    runs: Sequence[Run],
+    files: Sequence[HarnessFile],
+    min_chars: int,
+    held_out: frozenset[str] | None,
+) -> dict[str, Any]:
+    """The ``leakage`` object: every case text of ``runs`` (normalized length >= ``min_chars``)
+    found in a harness file, held-out hits first, at most 200 listed. Non-UTF-8 files are not
+    scanned."""
+    if isinstance(min_chars, bool) or min_chars < MIN_LEAK_CHARS:
+        raise UsageError(f"--leak-min-chars must be at least {MIN_LEAK_CHARS}")
+    by_needle, considered = _needles(runs, min_chars)
+    prefixes: dict[str, list[str]] = {}
+    for needle in by_needle:
+        prefixes.setdefault(needle[:min_chars], []).append(needle)
+
+    scanned: list[dict[str, Any]] = []
+    hits: list[dict[str, Any]] = []
+    found_total = 0
+    for harness_file in files:
+        try:
+            text = harness_file.data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        scanned.append(
+            {
+                "path": harness_file.label,
+                "sha256": harness_file.sha256,
+                "bytes": len(harness_file.data),
+            }
+        )
+        if not by_needle:
+            continue
+        document = _normalize_file(text)
+        for needle in _present_needles(document.text, by_needle, prefixes, min_chars):
+            line = _first_line(needle, document)
+            for owner in by_needle[needle]:
+                partition = None
+                if held_out is not None:
+                    partition = "held_out" if owner.case_id in held_out else "tuning"
+                hits.append(
+                    {
+                        "file": harness_file.label,
+                        "file_sha256": harness_file.sha256,
+                        "line": line,
+                        "case_id": owner.case_id,
+                        "partition": partition,
+                        "role": owner.role,
+                        "text": _cut(owner.text),
+                    }
+                )
+                found_total += 1
+        if len(hits) > 8 * MAX_HITS:
+            # Keep memory bounded however many hits a large harness produces.
+            hits.sort(key=_hit_order)
+            del hits[MAX_HITS:]
+    hits.sort(key=_hit_order)
+    del hits[MAX_HITS:]
+    return {
+        "files_scanned": scanned,
+        "materials_considered": considered,
+        "min_chars": min_chars,
+        "hits": hits,
+        "held_out_hits": sum(1 for hit in hits if hit["partition"] == "held_out"),
+        "truncated": found_total > MAX_HITS,
+        "scope": LEAKAGE_SCOPE,
+    }
