@@ -1,0 +1,535 @@
+"""Read an Inspect AI log (``.json`` or ``.eval`` ZIP) into the shared model.
+
+Samples are consumed one at a time: from a ``.eval`` archive one member is decompressed and
+parsed at a time, and from a ``.json`` log the top-level object is walked so that each sample
+is parsed, reduced to the few fields EvalArc uses, and dropped before the next one. Nothing of
+the raw sample JSON is kept.
+
+Rules (spec diff-and-verify §1.3): case = ``str(sample.id)``; attempts = epochs in file order;
+checks = scorers (a dict-valued score gives one check per key, ``scorer/key``); ``C`` passes,
+``I``/``N``/``P`` fail, bools as-is, finite numbers pass iff ``>= threshold``, anything else is
+unassessed; an errored sample without scores is one unassessed ``sample error`` attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evalarc.canonical import sha256_text
+from evalarc.errors import InputError
+from evalarc.formats.archive import SafeArchive, show_name
+from evalarc.formats.model import (
+    Attempt,
+    Graders,
+    Headline,
+    Material,
+    Run,
+    SampleMeta,
+    Source,
+    cut_evidence,
+)
+
+SAMPLE_ERROR_CHECK = "sample error"
+OUTPUT_TEXT_LIMIT = 20_000
+MATERIAL_LIMIT = 4096
+TRUNCATING_STOP_REASONS = frozenset({"max_tokens", "length", "model_length", "max_output_tokens"})
+PASSING_LETTERS = frozenset({"C"})
+FAILING_LETTERS = frozenset({"I", "N", "P"})
+MODEL_GRADED_PREFIXES = ("model_graded_qa", "model_graded_fact")
+GENERATE_CONFIG_KEYS = (
+    "reasoning_effort",
+    "reasoning_tokens",
+    "max_tokens",
+    "temperature",
+    "reasoning_history",
+)
+_USAGE_FIELDS = (
+    ("total_cost", "cost_usd"),
+    ("total_tokens", "total_tokens"),
+    ("input_tokens", "input_tokens"),
+    ("output_tokens", "output_tokens"),
+    ("input_tokens_cache_read", "cached_input_tokens"),
+    ("reasoning_tokens", "reasoning_tokens"),
+)
+_HEADER_KEYS = frozenset({"eval", "results", "status"})
+"""Top-level log fields kept from the header; everything else is parsed and dropped."""
+_NOT_INSPECT = "is not an Inspect log: expected `eval` and `samples`"
+_NO_SAMPLES = "Inspect log has no samples; rerun without --no-log-samples"
+
+JSONObject = dict[str, Any]
+
+
+def read_inspect(path: Path, source: Source, threshold: float) -> Run:
+    """Read the Inspect log at ``path`` (JSON or ``.eval`` archive) into a :class:`Run`.
+
+    Raises InputError naming the file for anything malformed, for an archive that is unsafe to
+    expand, and for a repeated (sample id, epoch) pair.
+    """
+    builder = _RunBuilder(path.name, threshold)
+    with path.open("rb") as handle:
+        is_archive = handle.read(4) == b"PK\x03\x04"
+    if is_archive or path.suffix == ".eval":
+        header = _read_archive(path, builder.add_sample)
+    else:
+        header = _read_json_log(path, builder.add_sample)
+    return builder.finish(header, source)
+
+
+# -- document sources -------------------------------------------------------------------------
+
+
+def _read_archive(path: Path, on_sample: Callable[[object], None]) -> JSONObject:
+    """Feed every ``samples/*.json`` member (sorted by name) to ``on_sample``; return the header."""
+    name = path.name
+    with SafeArchive(path, label="Inspect log") as archive:
+        if "header.json" not in archive:
+            raise InputError(f"{name} has no header.json; the run may be incomplete")
+        header = _parse_member(archive, "header.json")
+        if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
+            raise InputError(f"{name} {_NOT_INSPECT}")
+        members = sorted(
+            member
+            for member in archive.names()
+            if member.startswith("samples/") and member.endswith(".json")
+        )
+        if not members:
+            raise InputError(f"{name}: {_NO_SAMPLES}")
+        for member in members:
+            on_sample(_parse_member(archive, member))
+    return {key: value for key, value in header.items() if key in _HEADER_KEYS}
+
+
+def _parse_member(archive: SafeArchive, member: str) -> object:
+    data = archive.read(member)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise InputError(
+            f"{archive.name}: member {show_name(member)} is not JSON: {error}"
+        ) from None
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _read_json_log(path: Path, on_sample: Callable[[object], None]) -> JSONObject:
+    """Walk the top-level object of a JSON log, handing each sample to ``on_sample`` as soon as
+    it is parsed; return the other top-level fields EvalArc uses.
+
+    NaN and Infinity are accepted here because Inspect writes them in metrics; the builder turns
+    every non-finite number it keeps into null.
+    """
+    name = path.name
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{name} is not JSON: {error}") from None
+    try:
+        return _walk_log_object(text, name, on_sample)
+    except (ValueError, RecursionError) as error:
+        raise InputError(f"{name} is not JSON: {error}") from None
+
+
+def _walk_log_object(text: str, name: str, on_sample: Callable[[object], None]) -> JSONObject:
+    position = _skip_space(text, 0 if not text.startswith("\ufeff") else 1)
+    if not text.startswith("{", position):
+        _DECODER.decode(text)  # raises "not JSON" for anything that is not a JSON value
+        raise InputError(f"{name}: Inspect log must be a JSON object")
+    header: JSONObject = {}
+    seen: set[str] = set()
+    sample_count = -1
+    position = _skip_space(text, position + 1)
+    if text.startswith("}", position):
+        position += 1
+    else:
+        while True:
+            if not text.startswith('"', position):
+                raise _syntax_error("expected a property name", text, position)
+            key, position = _DECODER.raw_decode(text, position)
+            if key in seen:
+                raise InputError(f"{name} is not JSON: duplicate key {show_name(key)}")
+            seen.add(key)
+            position = _expect(text, position, ":")
+            if key == "samples" and text.startswith("[", position):
+                sample_count, position = _walk_samples(text, position, on_sample)
+            else:
+                value, position = _DECODER.raw_decode(text, position)
+                if key in _HEADER_KEYS:
+                    header[key] = value
+                del value
+            position = _skip_space(text, position)
+            if text.startswith(",", position):
+                position = _skip_space(text, position + 1)
+                continue
+            position = _expect(text, position, "}")
+            break
+    if _skip_space(text, position) != len(text):
+        raise _syntax_error("extra data after the log object", text, position)
+    if sample_count < 0 or not isinstance(header.get("eval"), dict):
+        raise InputError(f"{name} {_NOT_INSPECT}")
+    if sample_count == 0:
+        raise InputError(f"{name}: {_NO_SAMPLES}")
+    return header
+
+
+def _walk_samples(text: str, position: int, on_sample: Callable[[object], None]) -> tuple[int, int]:
+    """Parse the samples array starting at ``position`` (its ``[``) one element at a time."""
+    count = 0
+    position = _skip_space(text, position + 1)
+    if text.startswith("]", position):
+        return 0, position + 1
+    while True:
+        sample, position = _DECODER.raw_decode(text, position)
+        on_sample(sample)
+        del sample
+        count += 1
+        position = _skip_space(text, position)
+        if text.startswith(",", position):
+            position = _skip_space(text, position + 1)
+            continue
+        return count, _expect(text, position, "]")
+
+
+def _skip_space(text: str, position: int) -> int:
+    match = _SPACE.match(text, position)
+    return match.end() if match else position
+
+
+def _expect(text: str, position: int, char: str) -> int:
+    """Skip spaces, require ``char``, and return the position after it and further spaces."""
+    position = _skip_space(text, position)
+    if not text.startswith(char, position):
+        raise _syntax_error(f"expected {char!r}", text, position)
+    return _skip_space(text, position + 1)
+
+
+def _syntax_error(what: str, text: str, position: int) -> json.JSONDecodeError:
+    return json.JSONDecodeError(what, text, position)
+
+
+# -- the run builder ----------------------------------------------------------------------------
+
+
+class _RunBuilder:
+    """Accumulates attempts, material and sample meta sample by sample; pure of I/O."""
+
+    def __init__(self, name: str, threshold: float) -> None:
+        self.name = name
+        self.threshold = threshold
+        self.cases: dict[str, dict[str, list[Attempt]]] = {}
+        self.material: dict[str, list[Material]] = {}
+        self.samples: dict[str, list[SampleMeta]] = {}
+        self.seen_epochs: set[tuple[str, int]] = set()
+        self.count = 0
+        self._names: dict[str, str] = {}
+
+    def _intern(self, text: str) -> str:
+        """One string object per distinct check name, however many samples repeat it."""
+        return self._names.setdefault(text, text)
+
+    def add_sample(self, sample: object) -> None:
+        """Record one sample: its attempts (one per check), material and meta."""
+        self.count += 1
+        if not isinstance(sample, dict):
+            raise InputError(f"{self.name}: sample #{self.count} is not a JSON object")
+        case_id = self._case_id(sample)
+        epoch = sample.get("epoch")
+        if isinstance(epoch, int) and not isinstance(epoch, bool):
+            key = (case_id, epoch)
+            if key in self.seen_epochs:
+                raise InputError(
+                    f"{self.name}: sample {show_name(case_id)} epoch {epoch} appears twice; "
+                    "re-export the log with `inspect log dump`"
+                )
+            self.seen_epochs.add(key)
+        checks = self.cases.setdefault(case_id, {})
+        meta = _sample_meta(sample)
+        scores = sample.get("scores")
+        error = sample.get("error")
+        if error and not scores:
+            message = error.get("message") if isinstance(error, dict) else None
+            attempt = Attempt(passed=None, evidence=cut_evidence(message or error))
+            checks.setdefault(SAMPLE_ERROR_CHECK, []).append(attempt)
+            meta.verdicts[SAMPLE_ERROR_CHECK] = None
+        elif isinstance(scores, dict):
+            for scorer, score in scores.items():
+                self._add_score(checks, meta, scorer, score)
+        self.samples.setdefault(case_id, []).append(meta)
+        self._add_material(case_id, sample)
+
+    def _case_id(self, sample: JSONObject) -> str:
+        raw = sample.get("id")
+        if isinstance(raw, bool) or not isinstance(raw, str | int):
+            raise InputError(f"{self.name}: sample #{self.count} has no string or integer id")
+        return raw if isinstance(raw, str) else str(raw)
+
+    def _add_score(
+        self,
+        checks: dict[str, list[Attempt]],
+        meta: SampleMeta,
+        scorer: str,
+        score: object,
+    ) -> None:
+        if isinstance(score, dict):
+            value = score.get("value")
+            evidence = cut_evidence(score.get("explanation") or score.get("answer"))
+        else:
+            value, evidence = score, None
+        if isinstance(value, dict):
+            parts = [(f"{scorer}/{key}", part) for key, part in value.items()]
+        else:
+            parts = [(scorer, value)]
+        for check, raw in parts:
+            kept = _finite_or_none(raw)
+            passed = passed_of(kept, self.threshold)
+            name = self._intern(check)
+            attempt = Attempt(
+                passed=passed, value=kept, evidence=evidence, output_sha256=meta.output_sha256
+            )
+            checks.setdefault(name, []).append(attempt)
+            meta.verdicts[name] = passed
+
+    def _add_material(self, case_id: str, sample: JSONObject) -> None:
+        found = [("input", text) for text in _input_texts(sample.get("input"))]
+        found += [("expected", text) for text in _target_texts(sample.get("target"))]
+        if not found:
+            return
+        kept = self.material.setdefault(case_id, [])
+        for role, text in found:
+            cut = text[:MATERIAL_LIMIT]
+            if not cut.strip():
+                continue
+            item = Material(role="input" if role == "input" else "expected", text=cut)
+            if item not in kept:
+                kept.append(item)
+
+    def finish(self, header: JSONObject, source: Source) -> Run:
+        """The run, once every sample has been added; ``header`` holds eval/results/status."""
+        eval_spec = header.get("eval")
+        if not isinstance(eval_spec, dict):
+            raise InputError(f"{self.name} {_NOT_INSPECT}")
+        status = header.get("status")
+        config = eval_spec.get("config")
+        epochs = config.get("epochs") if isinstance(config, dict) else None
+        identity = {
+            "task": _text_or_none(eval_spec.get("task")),
+            "model": _text_or_none(eval_spec.get("model")),
+            "status": _text_or_none(status),
+            "epochs": epochs if isinstance(epochs, int) and not isinstance(epochs, bool) else None,
+        }
+        return Run(
+            format="inspect",
+            source=source,
+            threshold=self.threshold,
+            cases=self.cases,
+            identity=identity,
+            headline=headline_of(header.get("results")),
+            incomplete=status is not None and status != "success",
+            material=self.material,
+            samples=self.samples,
+            generate_config=generate_config_of(eval_spec),
+            graders=graders_of(eval_spec),
+        )
+
+
+# -- pure rules ---------------------------------------------------------------------------------
+
+
+def passed_of(value: object, threshold: float) -> bool | None:
+    """Inspect's score value -> pass (True), fail (False) or unassessed (None)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        if value in PASSING_LETTERS:
+            return True
+        if value in FAILING_LETTERS:
+            return False
+        return None
+    if isinstance(value, int):
+        return value >= threshold
+    if isinstance(value, float) and math.isfinite(value):
+        return value >= threshold
+    return None
+
+
+def _finite_or_none(value: object) -> object:
+    """Non-finite floats (Inspect may write NaN) become None so reports stay valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _usable_number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return value
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _sample_meta(sample: JSONObject) -> SampleMeta:
+    meta = SampleMeta(usage=_usage_of(sample))
+    output = sample.get("output")
+    stop_reason: object = None
+    if isinstance(output, dict):
+        completion = output.get("completion")
+        if isinstance(completion, str):
+            meta.output_sha256 = sha256_text(completion)
+            meta.output_text = completion[:OUTPUT_TEXT_LIMIT]
+        stop_reason = output.get("stop_reason")
+        choices = output.get("choices")
+        if not stop_reason and isinstance(choices, list) and choices:
+            first = choices[0]
+            stop_reason = first.get("stop_reason") if isinstance(first, dict) else None
+    meta.stop_reason = stop_reason if isinstance(stop_reason, str) and stop_reason else None
+    limit = sample.get("limit")
+    limit_type = limit.get("type") if isinstance(limit, dict) else None
+    meta.limit = limit_type if isinstance(limit_type, str) else None
+    meta.truncated = meta.stop_reason in TRUNCATING_STOP_REASONS or meta.limit == "token"
+    return meta
+
+
+def _usage_of(sample: JSONObject) -> dict[str, float]:
+    """Sum every model's usage in ``model_usage`` (graders included) plus the sample's time."""
+    usage: dict[str, float] = {}
+    per_model = sample.get("model_usage")
+    if isinstance(per_model, dict):
+        for record in per_model.values():
+            if not isinstance(record, dict):
+                continue
+            for field, metric in _USAGE_FIELDS:
+                number = _usable_number(record.get(field))
+                if number is not None:
+                    usage[metric] = usage.get(metric, 0) + number
+    duration = _usable_number(sample.get("working_time"))
+    if duration is None:
+        duration = _usable_number(sample.get("total_time"))
+    if duration is not None:
+        usage["duration_seconds"] = duration
+    return usage
+
+
+def _input_texts(value: object) -> list[str]:
+    """The sample input as text: a string, or the non-system chat messages' text joined."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list):
+        return []
+    lines: list[str] = []
+    for message in value:
+        if not isinstance(message, dict) or message.get("role") == "system":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            lines.append(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    lines.append(part["text"])
+    return ["\n".join(lines)] if lines else []
+
+
+def _target_texts(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, str)]
+    return []
+
+
+def headline_of(results: object) -> Headline | None:
+    """Inspect's own headline metric: the ``results.headline`` marker's group and metric, or
+    the first metric of the first group with metrics when there is no marker."""
+    if not isinstance(results, dict):
+        return None
+    groups = [group for group in results.get("scores") or [] if isinstance(group, dict)]
+    marker = results.get("headline")
+    for group in groups:
+        metrics = group.get("metrics")
+        if not isinstance(metrics, dict) or not metrics:
+            continue
+        group_name = group.get("name")
+        if isinstance(marker, dict):
+            if group_name != marker.get("score") or marker.get("metric") not in metrics:
+                continue
+            metric_name = marker["metric"]
+        else:
+            metric_name = next(iter(metrics))
+        metric = metrics[metric_name]
+        value = metric.get("value") if isinstance(metric, dict) else None
+        number = None if isinstance(value, bool) else _finite_or_none(value)
+        return Headline(
+            name=f"{group_name} {metric_name}",
+            value=float(number) if isinstance(number, int | float) else None,
+        )
+    return None
+
+
+def generate_config_of(eval_spec: JSONObject) -> dict[str, Any]:
+    """The generation settings EvalArc reviews, non-null only."""
+    config = eval_spec.get("model_generate_config")
+    if not isinstance(config, dict):
+        return {}
+    kept: dict[str, Any] = {}
+    for key in GENERATE_CONFIG_KEYS:
+        value = _finite_or_none(config.get(key))
+        if value is not None:
+            kept[key] = value
+    return kept
+
+
+def graders_of(eval_spec: JSONObject) -> Graders:
+    """Which scorers ask a model to grade, which models grade, and who grades themselves."""
+    subject = eval_spec.get("model")
+    subjects = [subject] if isinstance(subject, str) else []
+    role_grader = _role_grader(eval_spec.get("model_roles"))
+    graders = Graders(subject_models=subjects)
+    grader_models: set[str] = set()
+    for scorer in eval_spec.get("scorers") or []:
+        if not isinstance(scorer, dict) or not isinstance(scorer.get("name"), str):
+            continue
+        name: str = scorer["name"]
+        if not name.rsplit("/", 1)[-1].startswith(MODEL_GRADED_PREFIXES):
+            continue
+        graders.model_graded_checks.append(name)
+        options = scorer.get("options")
+        chosen = _model_names(options.get("model")) if isinstance(options, dict) else []
+        if not chosen and role_grader:
+            chosen = [role_grader]
+        if chosen:
+            grader_models.update(chosen)
+        else:
+            graders.default_grader_checks.append(name)
+    graders.grader_models = sorted(grader_models)
+    self_graded = set(subjects) & grader_models
+    if graders.default_grader_checks:
+        self_graded.update(subjects)
+    graders.self_graded = sorted(self_graded)
+    return graders
+
+
+def _role_grader(roles: object) -> str | None:
+    if not isinstance(roles, dict):
+        return None
+    grader = roles.get("grader")
+    if isinstance(grader, dict):
+        grader = grader.get("model")
+    return grader if isinstance(grader, str) and grader else None
+
+
+def _model_names(value: object) -> list[str]:
+    if isinstance(value, str) and value:
+        return [value]
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, str) and item]
+    return []
