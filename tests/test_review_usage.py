@@ -1,0 +1,136 @@
+"""The usage block (means over matched cases, ratio, completeness) and the cost gate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from evalarc.errors import UsageError
+from evalarc.formats.model import Attempt, Run, SampleMeta, Source
+from evalarc.review.usage import compare_usage, cost_gate
+
+
+def make_run(samples: dict[str, list[dict[str, float]]]) -> Run:
+    """One check per case, one attempt per usage entry."""
+    return Run(
+        format="inspect",
+        source=Source("r.json", "0" * 64),
+        threshold=1.0,
+        cases={case: {"k": [Attempt(True) for _ in entries]} for case, entries in samples.items()},
+        samples={
+            case: [SampleMeta(usage=dict(entry)) for entry in entries]
+            for case, entries in samples.items()
+        },
+    )
+
+
+def test_means_over_matched_cases_only() -> None:
+    base = make_run(
+        {
+            "a": [{"cost_usd": 0.04, "total_tokens": 100}, {"cost_usd": 0.06, "total_tokens": 300}],
+            "only-base": [{"cost_usd": 100.0, "total_tokens": 99_999}],
+        }
+    )
+    cur = make_run(
+        {
+            "a": [{"cost_usd": 0.01, "total_tokens": 50}, {"cost_usd": 0.01, "total_tokens": 50}],
+            "only-cur": [{"cost_usd": 100.0}],
+        }
+    )
+    usage = compare_usage(base, cur)
+    assert list(usage) == ["matched_cases", "metrics", "scope"]
+    assert usage["matched_cases"] == 1
+    assert list(usage["metrics"]) == ["cost_usd", "total_tokens"]
+    cost = usage["metrics"]["cost_usd"]
+    assert list(cost) == ["baseline", "current", "ratio", "complete"]
+    assert cost["baseline"] == {"attempts": 2, "reported": 2, "total": 0.1, "mean": 0.05}
+    assert cost["current"] == {"attempts": 2, "reported": 2, "total": 0.02, "mean": 0.01}
+    assert cost["ratio"] == pytest.approx(0.2)
+    assert cost["complete"] is True
+    tokens = usage["metrics"]["total_tokens"]
+    assert tokens["baseline"]["total"] == 400 and tokens["current"]["mean"] == 50
+    assert tokens["ratio"] == 0.25
+
+
+def test_missing_values_are_unknown_not_zero() -> None:
+    base = make_run({"a": [{"duration_seconds": 2.0}, {}]})
+    cur = make_run({"a": [{}, {}]})
+    usage = compare_usage(base, cur)
+    duration = usage["metrics"]["duration_seconds"]
+    assert duration["baseline"] == {"attempts": 2, "reported": 1, "total": 2.0, "mean": 2.0}
+    assert duration["current"] == {"attempts": 2, "reported": 0, "total": None, "mean": None}
+    assert duration["ratio"] is None
+    assert duration["complete"] is False
+    assert "cost_usd" not in usage["metrics"]
+
+
+def test_ratio_null_on_zero_baseline_and_cache_share() -> None:
+    base = make_run({"a": [{"cost_usd": 0.0, "input_tokens": 100, "cached_input_tokens": 25}]})
+    cur = make_run({"a": [{"cost_usd": 0.5, "input_tokens": 200, "cached_input_tokens": 100}]})
+    usage = compare_usage(base, cur)
+    assert usage["metrics"]["cost_usd"]["ratio"] is None
+    assert usage["cache_read_share"] == {"baseline": 0.25, "current": 0.5}
+    assert list(usage) == ["matched_cases", "metrics", "cache_read_share", "scope"]
+
+
+def _usage(base: list[dict[str, float]], cur: list[dict[str, float]]) -> dict[str, Any]:
+    return compare_usage(make_run({"a": base}), make_run({"a": cur}))
+
+
+def test_cost_gate_auto_prefers_cost_then_tokens() -> None:
+    usage = _usage(
+        [{"cost_usd": 0.046, "total_tokens": 2000}], [{"cost_usd": 0.010, "total_tokens": 2600}]
+    )
+    gate = cost_gate(usage, "auto", 1.0)
+    assert list(gate) == ["metric", "max_ratio", "baseline_mean", "current_mean", "ratio", "passed"]
+    assert gate["metric"] == "cost_usd"
+    assert gate["ratio"] == pytest.approx(0.010 / 0.046)
+    assert gate["passed"] is True
+    # cost incomplete -> tokens
+    usage = _usage(
+        [{"cost_usd": 0.046, "total_tokens": 2000}, {"total_tokens": 2000}],
+        [{"cost_usd": 0.010, "total_tokens": 2600}, {"total_tokens": 2600}],
+    )
+    gate = cost_gate(usage, "auto", 1.2)
+    assert gate["metric"] == "total_tokens"
+    assert gate["ratio"] == 1.3 and gate["passed"] is False
+
+
+def test_cost_gate_ratio_equal_to_limit_passes() -> None:
+    usage = _usage([{"duration_seconds": 2.0}], [{"duration_seconds": 3.0}])
+    gate = cost_gate(usage, "duration", 1.5)
+    assert gate["metric"] == "duration_seconds" and gate["passed"] is True
+    assert cost_gate(usage, "duration", 1.49)["passed"] is False
+
+
+def test_cost_gate_errors() -> None:
+    durations = _usage([{"duration_seconds": 2.0}], [{"duration_seconds": 3.0}])
+    with pytest.raises(UsageError, match="neither run records cost or total tokens"):
+        cost_gate(durations, "auto", 1.0)
+    with pytest.raises(UsageError, match="pass --cost-metric duration"):
+        cost_gate(durations, "auto", 1.0)
+    with pytest.raises(UsageError, match="cannot be assessed"):
+        cost_gate(durations, "cost", 1.0)
+    with pytest.raises(UsageError, match="cannot be assessed"):
+        cost_gate(durations, "tokens", 1.0)
+    zero = _usage([{"cost_usd": 0.0}], [{"cost_usd": 0.0}])
+    with pytest.raises(UsageError, match="cannot be assessed"):
+        cost_gate(zero, "cost", 1.0)
+    partial = _usage([{"cost_usd": 1.0}, {}], [{"cost_usd": 1.0}, {"cost_usd": 1.0}])
+    with pytest.raises(UsageError, match="every attempt"):
+        cost_gate(partial, "cost", 1.0)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(UsageError, match="positive number"):
+            cost_gate(durations, "duration", bad)
+    with pytest.raises(UsageError, match="cost-metric"):
+        cost_gate(durations, "euros", 1.0)
+
+
+def test_no_matched_attempts_cannot_be_gated() -> None:
+    usage = compare_usage(
+        make_run({"a": [{"cost_usd": 1.0}]}), make_run({"b": [{"cost_usd": 1.0}]})
+    )
+    assert usage["matched_cases"] == 0 and usage["metrics"] == {}
+    with pytest.raises(UsageError, match="cannot be assessed"):
+        cost_gate(usage, "cost", 1.0)
