@@ -1,0 +1,445 @@
+"""The JUnit XML reader against real pytest, node, mocha and Surefire files, and hostile XML."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from evalarc.canonical import sha256_file
+from evalarc.errors import InputError
+from evalarc.formats.junit import MAX_DEPTH, read_junit
+from evalarc.formats.load import load_results
+from evalarc.formats.model import Run, Source
+
+CHECK = "passed"
+
+
+def _read(path: Path) -> Run:
+    digest, _ = sha256_file(path)
+    return read_junit(path, Source(name=path.name, sha256=digest), 1.0)
+
+
+def _outcomes(run: Run) -> dict[str, list[bool | None]]:
+    return {case: [a.passed for a in checks[CHECK]] for case, checks in run.cases.items()}
+
+
+def _tally(run: Run) -> Counter[bool | None]:
+    return Counter(a.passed for checks in run.cases.values() for a in checks[CHECK])
+
+
+def _junit_files(corpus: Path) -> list[Path]:
+    return sorted((corpus / "junit").rglob("*.xml"))
+
+
+# --- every corpus file -------------------------------------------------------------------
+
+
+def test_corpus_has_every_expected_junit_file(corpus: Path) -> None:
+    names = {path.name for path in _junit_files(corpus)}
+    assert {
+        "pytest_basic.baseline.xml",
+        "pytest_basic.current.xml",
+        "node_test.baseline.xml",
+        "node_test.current.xml",
+        "mocha.baseline.xml",
+        "mocha.current.xml",
+        "junitparser-normal.xml",
+        "junitparser-no_fails.xml",
+        "jenkins-ageReset-1.xml",
+        "jenkins-ageReset-2.xml",
+        "jenkins-surefire-TEST-io.olamy.FlakyTest.xml",
+    } <= names
+
+
+def test_every_corpus_file_reads_one_attempt_per_testcase_element(corpus: Path) -> None:
+    for path in _junit_files(corpus):
+        run = load_results(path)
+        assert run.format == "junit", path.name
+        assert run.source.name == path.name
+        assert run.headline is None and run.incomplete is False
+        elements = len(re.findall(rb"<testcase[\s>/]", path.read_bytes()))
+        attempts = sum(len(checks[CHECK]) for checks in run.cases.values())
+        assert attempts == elements, path.name
+        for case, checks in run.cases.items():
+            assert set(checks) == {CHECK}, (path.name, case)
+            metas = run.samples[case]
+            assert len(metas) == len(checks[CHECK])
+            assert [m.verdicts[CHECK] for m in metas] == [a.passed for a in checks[CHECK]]
+
+
+# --- pytest ------------------------------------------------------------------------------
+
+
+def test_pytest_baseline_tallies(corpus: Path) -> None:
+    run = _read(corpus / "junit" / "pytest_basic.baseline.xml")
+    assert len(run.cases) == 22
+    assert _tally(run) == Counter({True: 12, False: 5, None: 1 + 4})
+    outcomes = _outcomes(run)
+    assert outcomes["tests.test_calc::test_div_table"] == [None]
+    assert run.cases["tests.test_calc::test_div_table"][CHECK][0].evidence.startswith(
+        "error: failed on setup"
+    )
+    assert outcomes["tests.test_version.TestParseVersion::test_legacy_tuple"] == [True]
+    assert "tests.test_version.TestParseVersion::test_build_metadata" not in outcomes
+    assert run.identity == {"suites": ["calc-suite"]}
+
+
+def test_pytest_current_outcomes_and_flaky_rerun(corpus: Path) -> None:
+    run = _read(corpus / "junit" / "pytest_basic.current.xml")
+    outcomes = _outcomes(run)
+    assert len(outcomes) == 22  # 23 <testcase> elements: the flaky test is written twice
+    assert outcomes["tests.test_calc::test_flaky_io"] == [True, True]
+    per_case = Counter(
+        next(iter(set(v))) if len(set(v)) == 1 else "mixed" for v in outcomes.values()
+    )
+    assert per_case == Counter({True: 15, False: 3, None: 1 + 3})
+    assert outcomes["tests.test_calc::test_sub_negative"] == [False]
+    assert outcomes["tests.test_calc::test_mul[-1-4--4]"] == [False]
+    assert outcomes["tests.test_calc::test_uses_temp_resource"] == [None]
+    assert outcomes["tests.test_calc::test_slugify[  spaced  out -spaced-out]"] == [True]
+    assert outcomes["tests.test_calc::test_power"] == [None]
+    assert outcomes["tests.test_calc::test_slug_punctuation"] == [True]
+    strict_xpass = run.cases["tests.test_calc::test_div_zero_inf"][CHECK][0]
+    assert strict_xpass.passed is False
+    assert strict_xpass.evidence is not None
+    assert strict_xpass.evidence.startswith("failure: [XPASS(strict)]")
+    teardown = run.cases["tests.test_calc::test_uses_temp_resource"][CHECK][0].evidence
+    assert teardown is not None and 'failed on teardown with "OSError' in teardown
+    assert "tests.test_version.TestParseVersion::test_legacy_tuple" not in outcomes
+    assert outcomes["tests.test_version.TestParseVersion::test_build_metadata"] == [True]
+
+
+def _states(run: Run) -> dict[str, str]:
+    """pass / fail / error / skip of each single-attempt case (error and skip differ only in
+    the evidence tag; both are unassessed)."""
+    states: dict[str, str] = {}
+    for case, checks in run.cases.items():
+        attempt = checks[CHECK][-1]
+        if attempt.passed is not None:
+            states[case] = "pass" if attempt.passed else "fail"
+        else:
+            assert attempt.evidence is not None
+            states[case] = attempt.evidence.split(":", 1)[0].replace("skipped", "skip")
+    return states
+
+
+def test_pytest_changes_between_baseline_and_current(corpus: Path) -> None:
+    before = _states(_read(corpus / "junit" / "pytest_basic.baseline.xml"))
+    after = _states(_read(corpus / "junit" / "pytest_basic.current.xml"))
+    common = before.keys() & after.keys()
+    regressed = {c for c in common if before[c] == "pass" and after[c] in ("fail", "error")}
+    improved = {c for c in common if before[c] in ("fail", "error") and after[c] == "pass"}
+    calc = "tests.test_calc::"
+    assert regressed == {
+        f"{calc}test_sub_negative",
+        f"{calc}test_mul[-1-4--4]",
+        f"{calc}test_uses_temp_resource",
+    }
+    assert improved == {
+        f"{calc}test_mul[7-7-49]",
+        f"{calc}test_slugify[Hello, World-hello-world]",
+        f"{calc}test_slugify[  spaced  out -spaced-out]",
+        f"{calc}test_slugify[a--b-a-b]",
+        f"{calc}test_div_table",
+        "tests.test_version.TestParseVersion::test_prerelease",
+    }
+    assert {c for c in common if before[c] == "pass" and after[c] == "skip"} == {
+        f"{calc}test_power"
+    }
+    assert (before[f"{calc}test_div_zero_inf"], after[f"{calc}test_div_zero_inf"]) == (
+        "skip",
+        "fail",
+    )
+    assert (before[f"{calc}test_slug_punctuation"], after[f"{calc}test_slug_punctuation"]) == (
+        "skip",
+        "pass",
+    )
+    assert before.keys() - after.keys() == {
+        "tests.test_version.TestParseVersion::test_legacy_tuple"
+    }
+    assert after.keys() - before.keys() == {
+        "tests.test_version.TestParseVersion::test_build_metadata"
+    }
+    assert after[f"{calc}test_remote_rates"] == before[f"{calc}test_remote_rates"] == "skip"
+
+
+def test_time_attribute_becomes_duration(corpus: Path) -> None:
+    run = _read(corpus / "junit" / "realworld" / "jenkins-ageReset-1.xml")
+    assert run.samples["aClass::methodName"][0].usage == {"duration_seconds": 2.0}
+    untimed = _read(corpus / "junit" / "realworld" / "jenkins-ageReset-2.xml")
+    assert untimed.samples["a::b"][0].usage == {}
+    node = _read(corpus / "junit" / "node_test.current.xml")
+    assert node.samples["test::empty input"][0].usage["duration_seconds"] == pytest.approx(0.001083)
+
+
+# --- node --------------------------------------------------------------------------------
+
+
+def test_node_nested_suites_top_level_tests_and_todo(corpus: Path) -> None:
+    baseline = _read(corpus / "junit" / "node_test.baseline.xml")
+    current = _read(corpus / "junit" / "node_test.current.xml")
+    assert len(baseline.cases) == len(current.cases) == 16
+    assert _tally(baseline) == Counter({True: 10, False: 5, None: 1})
+    assert _tally(current) == Counter({True: 12, False: 2, None: 2})
+    assert baseline.identity["suites"] == ["clamp", "edge cases", "median", "money", "words"]
+    before, after = _outcomes(baseline), _outcomes(current)
+    # Top-level tests written directly under <testsuites> are read.
+    assert before["test::config file parses"] == [True]
+    assert after["test::config file parses"] == [False]
+    assert after["test::retry eventually succeeds"] == [True]
+    # Nested suite "median > edge cases".
+    assert after["test::single element"] == [True]
+    # The todo test stays unassessed even with a <failure> beside <skipped type="todo">.
+    assert before["test::empty input"] == after["test::empty input"] == [None]
+    todo = current.cases["test::empty input"][CHECK][0].evidence
+    assert todo is not None
+    assert todo.startswith("skipped: decide what median([]) returns")
+    assert "failure: Expected values to be strictly equal" in todo
+    for name in ("collapses repeated whitespace", "handles tabs", "even length", "numeric sort"):
+        assert before[f"test::{name}"] == [False] and after[f"test::{name}"] == [True]
+    assert after["test::large amounts"] == [None]
+    assert before["test::rounds to cents"] == after["test::rounds to cents"] == [False]
+
+
+# --- mocha -------------------------------------------------------------------------------
+
+
+def test_mocha_hook_testcase_and_absent_runtime_skips(corpus: Path) -> None:
+    baseline = _read(corpus / "junit" / "mocha.baseline.xml")
+    current = _read(corpus / "junit" / "mocha.current.xml")
+    assert len(baseline.cases) == len(current.cases) == 11
+    assert _tally(baseline) == Counter({True: 8, False: 3})
+    assert _tally(current) == Counter({True: 9, False: 2})
+    hook = [case for case in baseline.cases if '"before each" hook for "records restocks"' in case]
+    assert len(hook) == 1
+    assert _outcomes(baseline)[hook[0]] == [False]
+    assert hook[0] not in current.cases
+    restocks = "records restocks::inventory audit log records restocks"
+    assert restocks not in baseline.cases and _outcomes(current)[restocks] == [True]
+    missing = "returns undefined when missing::inventory #find() returns undefined when missing"
+    assert _outcomes(baseline)[missing] == [True] and _outcomes(current)[missing] == [False]
+    runtime_skip = [c for c in baseline.cases if "skipped at runtime" in c]
+    assert len(runtime_skip) == 1 and runtime_skip[0] not in current.cases
+
+
+# --- real-world fixtures -------------------------------------------------------------------
+
+
+def test_junitparser_counters_are_ignored(corpus: Path) -> None:
+    normal = _read(corpus / "junit" / "realworld" / "junitparser-normal.xml")
+    no_fails = _read(corpus / "junit" / "realworld" / "junitparser-no_fails.xml")
+    case = "JUnitXmlReporter.constructor::should default path to an empty string"
+    assert _outcomes(normal)[case] == [False]
+    assert normal.cases[case][CHECK][0].evidence == "failure: test failure"
+    # no_fails.xml still says failures="1" on its suite; the testcase children decide.
+    assert _outcomes(no_fails)[case] == [True]
+    skipped = no_fails.cases["JUnitXmlReporter.constructor::should default consolidate to true"]
+    assert skipped[CHECK][0].passed is None and skipped[CHECK][0].evidence == "skipped"
+    assert _tally(no_fails) == Counter({True: 2, None: 1})
+    # The empty <testsuite tests="0"> contributes a suite name and no cases.
+    assert no_fails.identity["suites"] == ["JUnitXmlReporter", "JUnitXmlReporter.constructor"]
+
+
+def test_jenkins_age_reset_case_sets(corpus: Path) -> None:
+    first = _read(corpus / "junit" / "realworld" / "jenkins-ageReset-1.xml")
+    second = _read(corpus / "junit" / "realworld" / "jenkins-ageReset-2.xml")
+    assert _outcomes(first) == {"aClass::methodName": [False]}
+    assert _outcomes(second) == {"a::b": [True]}
+
+
+def test_surefire_flaky_test_is_one_passing_attempt(corpus: Path) -> None:
+    run = _read(corpus / "junit" / "realworld" / "jenkins-surefire-TEST-io.olamy.FlakyTest.xml")
+    assert _outcomes(run) == {"io.olamy.FlakyTest::testApp": [True]}
+    evidence = run.cases["io.olamy.FlakyTest::testApp"][CHECK][0].evidence
+    assert evidence == "flakyFailure: obvious fail"
+    assert run.identity == {"suites": ["io.olamy.FlakyTest"]}
+
+
+# --- shapes not in the corpus ------------------------------------------------------------
+
+
+def _write(tmp_path: Path, name: str, data: bytes | str) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
+
+
+def test_surefire_rerun_children_and_flaky_error(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "TEST-reruns.xml",
+        """<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="pkg.Suite" tests="3">
+  <testcase name="alwaysFails" classname="pkg.Suite">
+    <failure message="first" type="AssertionError">trace</failure>
+    <rerunFailure message="second" type="AssertionError"><stackTrace>t</stackTrace></rerunFailure>
+  </testcase>
+  <testcase name="errorsThenPasses" classname="pkg.Suite">
+    <flakyError message="boom" type="IOException"/>
+  </testcase>
+  <testcase name="alwaysErrors" classname="pkg.Suite">
+    <error message="e1"/>
+    <rerunError message="e2"/>
+  </testcase>
+</testsuite>""",
+    )
+    run = _read(path)
+    assert _outcomes(run) == {
+        "pkg.Suite::alwaysFails": [False],
+        "pkg.Suite::errorsThenPasses": [True],
+        "pkg.Suite::alwaysErrors": [None],
+    }
+    assert run.cases["pkg.Suite::alwaysFails"][CHECK][0].evidence == "failure: first"
+    assert run.cases["pkg.Suite::errorsThenPasses"][CHECK][0].evidence == "flakyError: boom"
+
+
+def test_suite_name_stands_in_for_classname_and_repeats_are_attempts(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "concat.xml",
+        """<testsuites>
+  <testsuite name="outer">
+    <testcase name="a"/>
+    <testsuite name="inner"><testcase name="b"><failure>  stripped text  </failure></testcase>
+    </testsuite>
+    <testcase name="a"><skipped message="later"/></testcase>
+  </testsuite>
+  <testsuite name="outer"><testcase name="a"><failure message="third"/></testcase></testsuite>
+  <testcase name="loose"/>
+  <properties><testcase name="ghost"/></properties>
+  <testsuite name="wrapped"><testcase name="c"><testcase name="ghost2"/></testcase></testsuite>
+</testsuites>""",
+    )
+    run = _read(path)
+    # Only testcases that are direct children of a suite element count.
+    assert list(run.cases) == ["outer::a", "inner::b", "loose", "wrapped::c"]
+    assert _outcomes(run)["outer::a"] == [True, None, False]
+    assert run.cases["inner::b"][CHECK][0].evidence == "failure: stripped text"
+    assert run.identity == {"suites": ["inner", "outer", "wrapped"]}
+
+
+def test_namespaced_tags_and_root_testsuite(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "ns.xml",
+        '<j:testsuite xmlns:j="urn:example" name="s"><j:testcase name="t">'
+        '<j:failure message="m"/></j:testcase></j:testsuite>',
+    )
+    assert _outcomes(_read(path)) == {"s::t": [False]}
+
+
+def test_evidence_is_cut_to_500_characters(tmp_path: Path) -> None:
+    long_message = "x" * 900
+    path = _write(
+        tmp_path,
+        "long.xml",
+        f'<testsuite name="s"><testcase name="t"><failure message="{long_message}"/>'
+        "</testcase></testsuite>",
+    )
+    evidence = _read(path).cases["s::t"][CHECK][0].evidence
+    assert evidence is not None
+    assert len(evidence) == 501 and evidence.endswith("…")
+
+
+def test_depth_limit_is_exact(tmp_path: Path) -> None:
+    inner = MAX_DEPTH - 2  # testsuites + inner suites + testcase == MAX_DEPTH
+    ok = "<testsuites>" + '<testsuite name="x">' * inner + '<testcase name="t"/>'
+    ok += "</testsuite>" * inner + "</testsuites>"
+    assert _outcomes(_read(_write(tmp_path, "ok.xml", ok))) == {"x::t": [True]}
+    too_deep = ok.replace('<testcase name="t"/>', '<testsuite><testcase name="t"/></testsuite>')
+    with pytest.raises(InputError, match=r"too_deep\.xml nests elements deeper than 64"):
+        _read(_write(tmp_path, "too_deep.xml", too_deep))
+
+
+def test_other_declared_encodings_are_decoded(tmp_path: Path) -> None:
+    latin = '<?xml version="1.0" encoding="ISO-8859-1"?><testsuite name="s"><testcase name="é"/>'
+    latin += "</testsuite>"
+    assert list(_read(_write(tmp_path, "latin.xml", latin.encode("latin-1"))).cases) == ["s::é"]
+    utf16 = '<?xml version="1.0" encoding="UTF-16"?><testsuite name="s"><testcase name="ü"/>'
+    utf16 += "</testsuite>"
+    assert list(_read(_write(tmp_path, "u16.xml", utf16.encode("utf-16"))).cases) == ["s::ü"]
+
+
+# --- hostile input -------------------------------------------------------------------------
+
+BILLION_LAUGHS = b"""<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<testsuite name="s"><testcase name="&lol9;"/></testsuite>"""
+
+EXTERNAL_ENTITY = b"""<?xml version="1.0"?>
+<!DOCTYPE foo [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
+<testsuite name="s"><testcase name="&xxe;"/></testsuite>"""
+
+DTD_ONLY = b"""<?xml version="1.0"?>
+<!DOCTYPE testsuite SYSTEM "http://example.invalid/junit.dtd">
+<testsuite name="s"><testcase name="t"/></testsuite>"""
+
+HOSTILE: list[tuple[str, bytes, str]] = [
+    ("laughs.xml", BILLION_LAUGHS, "JUnit XML with a DTD or entities is not accepted"),
+    ("xxe.xml", EXTERNAL_ENTITY, "JUnit XML with a DTD or entities is not accepted"),
+    ("dtd.xml", DTD_ONLY, "JUnit XML with a DTD or entities is not accepted"),
+    # UTF-16 hides the markers from the byte scan, so defusedxml itself must refuse it.
+    (
+        "laughs16.xml",
+        BILLION_LAUGHS.decode("ascii")
+        .replace('?xml version="1.0"?', '?xml version="1.0" encoding="UTF-16"?')
+        .encode("utf-16"),
+        "JUnit XML with a DTD or entities is not accepted",
+    ),
+    ("broken.xml", b'<testsuite name="s"><testcase name="t"></testsuite>', "is not JUnit XML: "),
+    ("truncated.xml", b'<testsuite name="s"><testcase name="t"', "is not JUnit XML: "),
+    ("empty.xml", b"", "is not JUnit XML: "),
+    ("junk.xml", b"<testsuite/><testsuite/>", "is not JUnit XML: "),
+    ("root.xml", b"<html><testsuite/></html>", "root element is <html>"),
+    (
+        "deep.xml",
+        b"<testsuites>" + b"<testsuite>" * 100_000 + b"</testsuite>" * 100_000 + b"</testsuites>",
+        "nests elements deeper than 64 levels",
+    ),
+    ("latin.xml", b'<testsuite name="caf\xe9"><testcase name="t"/></testsuite>', "not valid UTF-8"),
+    (
+        "declared.xml",
+        b'<?xml version="1.0" encoding="utf-8"?><testsuite><testcase name="\xc3\x28"/></testsuite>',
+        "not valid UTF-8",
+    ),
+    ("encoding.xml", b'<?xml version="1.0" encoding="x-nope"?><testsuite/>', "not JUnit XML"),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "fragment"), HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_xml_is_refused_with_one_line_naming_the_file(
+    tmp_path: Path, name: str, data: bytes, fragment: str
+) -> None:
+    path = _write(tmp_path, name, data)
+    with pytest.raises(InputError) as caught:
+        _read(path)
+    message = str(caught.value)
+    assert message.startswith(name)
+    assert fragment in message
+    assert "\n" not in message and str(tmp_path) not in message
+    # The loader's auto-detection routes .xml here and keeps the same refusal.
+    with pytest.raises(InputError, match=re.escape(fragment)):
+        load_results(path)
+
+
+def test_valid_xml_with_no_testcases_has_no_scored_cases(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path, "nothing.xml", '<testsuites><testsuite name="s" tests="3"/></testsuites>'
+    )
+    assert _read(path).cases == {}
+    with pytest.raises(InputError, match=r"nothing\.xml contains no scored cases"):
+        load_results(path)

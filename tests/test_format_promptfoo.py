@@ -1,0 +1,451 @@
+"""The promptfoo reader against real promptfoo output files, label rules, and hostile JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalarc.canonical import sha256_file, sha256_text
+from evalarc.errors import InputError
+from evalarc.formats.load import load_results
+from evalarc.formats.model import Material, Run, Source
+from evalarc.formats.promptfoo import read_promptfoo
+
+
+def _read(path: Path) -> Run:
+    digest, _ = sha256_file(path)
+    return read_promptfoo(path, Source(name=path.name, sha256=digest), 1.0)
+
+
+def _verdicts(run: Run, case: str) -> dict[str, list[bool | None]]:
+    return {check: [a.passed for a in attempts] for check, attempts in run.cases[case].items()}
+
+
+def _passing_rows(run: Run) -> int:
+    """Rows whose every check passed (promptfoo's own success)."""
+    return sum(
+        all(v is True for v in meta.verdicts.values())
+        for metas in run.samples.values()
+        for meta in metas
+    )
+
+
+def _promptfoo_files(corpus: Path) -> list[Path]:
+    return sorted((corpus / "promptfoo").rglob("*.json"))
+
+
+# --- every corpus file -------------------------------------------------------------------
+
+
+def test_every_corpus_file_reads_one_attempt_per_row(corpus: Path) -> None:
+    files = _promptfoo_files(corpus)
+    assert {p.name for p in files} >= {
+        "qa.baseline.json",
+        "qa.current.json",
+        "repeat.baseline.json",
+        "repeat.current.json",
+        "echo.baseline.json",
+        "echo.current.json",
+        "sample-export.json",
+    }
+    for path in files:
+        run = load_results(path)
+        raw = json.loads(path.read_bytes())
+        rows = raw["results"]["results"]
+        assert run.format == "promptfoo", path.name
+        assert run.incomplete is False
+        assert sum(len(metas) for metas in run.samples.values()) == len(rows), path.name
+        stats = raw["results"]["stats"]
+        assert run.headline is not None and run.headline.name == "promptfoo pass rate"
+        assert run.headline.value == pytest.approx(
+            stats["successes"] / (stats["successes"] + stats["failures"] + stats["errors"])
+        )
+        assert _passing_rows(run) == stats["successes"], path.name
+        assert run.identity["version"] == 3
+        assert run.identity["description"] == raw["config"]["description"]
+        for case, checks in run.cases.items():
+            rows_of_case = len(run.samples[case])
+            for attempts in checks.values():
+                assert 1 <= len(attempts) <= rows_of_case, (path.name, case)
+        # Every attempt carries the digest of the output its row graded.
+        digests = {sha256_text(row["response"]["output"]) for row in rows}
+        seen = {a.output_sha256 for c in run.cases.values() for x in c.values() for a in x}
+        assert seen == digests, path.name
+
+
+# --- qa ------------------------------------------------------------------------------------
+
+
+def test_qa_checks_and_changes(corpus: Path) -> None:
+    baseline = _read(corpus / "promptfoo" / "qa.baseline.json")
+    current = _read(corpus / "promptfoo" / "qa.current.json")
+    assert list(baseline.cases) == list(current.cases)
+    assert [case[:3] for case in baseline.cases] == [f"T{n:02d}" for n in range(1, 13)]
+    assert baseline.headline is not None and baseline.headline.value == pytest.approx(6 / 12)
+    assert current.headline is not None and current.headline.value == pytest.approx(8 / 12)
+    assert (_passing_rows(baseline), _passing_rows(current)) == (6, 8)
+
+    def assertions(run: Run) -> Counter[bool | None]:
+        return Counter(a.passed for c in run.cases.values() for x in c.values() for a in x)
+
+    assert assertions(baseline) == Counter({True: 12, False: 6})
+    assert assertions(current) == Counter({True: 14, False: 4})
+    assert _verdicts(baseline, "T02 capital of Japan") == {
+        "icontains: tokyo": [True],
+        "not-contains: Kyoto": [True],
+    }
+    assert _verdicts(current, "T02 capital of Japan")["not-contains: Kyoto"] == [False]
+    # A named metric names its check.
+    assert _verdicts(baseline, "T03 sum") == {"accuracy": [True]}
+    assert _verdicts(current, "T03 sum") == {"accuracy": [False]}
+    assert _verdicts(baseline, "T12 sql") == {"sql": [True], "safety": [True]}
+    assert _verdicts(current, "T12 sql") == {"sql": [True], "safety": [False]}
+    # Inside a test that fails in both runs, one assertion regresses and another improves.
+    assert _verdicts(baseline, "T05 greeting") == {
+        "starts-with: Hello": [False],
+        "contains: Ada": [True],
+        "javascript: output.length < 40": [True],
+    }
+    assert _verdicts(current, "T05 greeting") == {
+        "starts-with: Hello": [True],
+        "contains: Ada": [True],
+        "javascript: output.length < 40": [False],
+    }
+    improved = {
+        "T04 json user": "javascript: JSON.parse(output).name === 'Ada'",
+        "T06 iso date": r"regex: ^\d{4}-\d{2}-\d{2}$",
+        "T07 three colours": "javascript: output.split(',').length === 3",
+        "T08 refusal": "not-icontains: sorry",
+        "T10 uppercase": "accuracy",
+    }
+    for case, check in improved.items():
+        assert baseline.cases[case][check][0].passed is False, case
+        assert current.cases[case][check][0].passed is True, case
+    # A list-valued assertion is named by its type; scores and reasons are kept.
+    refusal = current.cases["T08 refusal"]["contains-any"][0]
+    assert refusal.passed is True and refusal.value == 1
+    failed = current.cases["T03 sum"]["accuracy"][0]
+    assert failed.value == 0 and failed.evidence
+
+
+def test_qa_material_excludes_negative_and_code_assertions(corpus: Path) -> None:
+    run = _read(corpus / "promptfoo" / "qa.baseline.json")
+    greeting = run.material["T05 greeting"]
+    assert Material("expected", "Hello") in greeting
+    assert all(item.text != "output.length < 40" for item in greeting)
+    japan = run.material["T02 capital of Japan"]
+    assert Material("expected", "tokyo") in japan
+    assert Material("expected", "Kyoto") not in japan  # a not-contains value is not an answer
+    assert any(item.role == "input" and "Japan" in item.text for item in japan)
+
+
+# --- repeat ----------------------------------------------------------------------------------
+
+
+def test_repeats_collapse_into_attempts_of_one_case(corpus: Path) -> None:
+    baseline = _read(corpus / "promptfoo" / "repeat.baseline.json")
+    current = _read(corpus / "promptfoo" / "repeat.current.json")
+    expected = {
+        "R1 weekday": ([True, True, True], [True, True, True]),
+        "R2 planet": ([True, True, True], [True, False, True]),
+        "R3 square root": ([False, False, False], [True, True, True]),
+        "R4 opposite": ([True, False, True], [True, True, True]),
+        "R5 element": ([False, False, True], [False, False, False]),
+        "R6 author": ([False, True, False], [True, True, False]),
+    }
+    for run, side in ((baseline, 0), (current, 1)):
+        assert list(run.cases) == list(expected)
+        for case, outcomes in expected.items():
+            (attempts,) = run.cases[case].values()
+            assert [a.passed for a in attempts] == outcomes[side], (side, case)
+            assert len(run.samples[case]) == 3
+    assert list(current.cases["R2 planet"]) == ["icontains: jupiter"]
+    assert list(current.cases["R5 element"]) == ["contains: Au"]
+
+
+# --- echo ------------------------------------------------------------------------------------
+
+
+def test_echo_provider_runs(corpus: Path) -> None:
+    baseline = _read(corpus / "promptfoo" / "echo.baseline.json")
+    current = _read(corpus / "promptfoo" / "echo.current.json")
+    assert baseline.headline is not None and baseline.headline.value == pytest.approx(2 / 7)
+    assert current.headline is not None and current.headline.value == pytest.approx(4 / 7)
+    assert baseline.identity["providers"] == ["echo"]
+    assert len(current.cases) == 7
+    # The rows carry `error` beside a gradingResult: that is an assertion failure, not a
+    # provider error.
+    assert all("provider error" not in checks for checks in current.cases.values())
+    assert _verdicts(baseline, "E4 Alan") == {
+        "contains: London": [False],
+        "not-contains: ,": [False],
+    }
+    assert _verdicts(current, "E4 Alan") == {"contains: London": [True], "not-contains: ,": [False]}
+    assert _verdicts(current, "E1 Ada")["starts-with: Hello"] == [False]
+    assert _verdicts(current, "E2 Linus")["javascript: output.length <= 40"] == [False]
+    meta = current.samples["E1 Ada"][0]
+    assert meta.output_text == "Hi Ada! Welcome to Paris, enjoy your stay."
+    assert meta.usage["duration_seconds"] == pytest.approx(0.002)
+
+
+# --- real-world export ------------------------------------------------------------------------
+
+
+def test_sample_export_two_providers(corpus: Path) -> None:
+    path = corpus / "promptfoo" / "realworld" / "sample-export.json"
+    run = _read(path)
+    assert run.identity["providers"] == ["openai:gpt-5", "openai:gpt-5-mini"]
+    assert run.headline is not None and run.headline.value == 0.0
+    assert len(run.cases) == 4
+    for case in run.cases:
+        # No description: the vars JSON names the test; two providers and two prompt indexes
+        # each add a suffix.
+        assert re.fullmatch(r'\{"riddle": ".+"\} · openai:gpt-5(-mini)? · prompt [01]', case), case
+    assert _passing_rows(run) == 0
+    echo_mini = (
+        '{"riddle": "I speak without a mouth and hear without ears. I have no body, but I come '
+        'alive with wind. What am I?"} · openai:gpt-5-mini · prompt 1'
+    )
+    assert _verdicts(run, echo_mini) == {
+        "cost": [True],
+        "latency": [False],
+        "contains: echo": [True],
+        "llm-rubric: Do not apologize": [True],
+    }
+    assert "llm-rubric: Do not apologize" in run.graders.model_graded_checks
+    assert run.graders.subject_models == ["openai:gpt-5", "openai:gpt-5-mini"]
+    assert run.graders.self_graded == []
+    meta = run.samples[echo_mini][0]
+    assert meta.stop_reason == "stop" and meta.truncated is False
+    assert meta.usage == {"cost_usd": 0.00049925, "duration_seconds": 5.794}
+    assert meta.output_text is not None and "echo" in meta.output_text
+    assert Material("expected", "echo") in run.material[echo_mini]
+    rubric_names = [
+        n for n in run.graders.model_graded_checks if n != "llm-rubric: Do not apologize"
+    ]
+    assert len(rubric_names) == 1 and rubric_names[0].endswith("…")
+    assert len(rubric_names[0]) == len("llm-rubric: ") + 60 + 1
+
+
+# --- rules shown on small files written here ---------------------------------------------------
+
+
+def _row(**fields: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "provider": {"id": "echo", "label": ""},
+        "promptIdx": 0,
+        "testIdx": 0,
+        "success": True,
+        "testCase": {"vars": {}, "assert": []},
+        "gradingResult": {"pass": True, "reason": "ok", "componentResults": []},
+    }
+    row.update(fields)
+    return row
+
+
+def _write(tmp_path: Path, rows: list[dict[str, Any]], name: str = "out.json") -> Path:
+    document = {
+        "config": {"description": "made here"},
+        "results": {
+            "version": 3,
+            "results": rows,
+            "stats": {"successes": 1, "failures": 1, "errors": 2},
+        },
+    }
+    path = tmp_path / name
+    path.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_labels_add_vars_only_when_a_description_is_ambiguous(tmp_path: Path) -> None:
+    rows = [
+        _row(testIdx=0, testCase={"description": "greet", "vars": {"name": "Ada"}}),
+        _row(testIdx=1, testCase={"description": "greet", "vars": {"name": "Zoë"}}),
+        _row(testIdx=2, testCase={"description": "alone", "vars": {"b": 1, "a": 2}}),
+        _row(testIdx=3, testCase={"vars": {"b": 1, "a": 2}}),
+        _row(testIdx=4, testCase={"vars": {"b": 1, "a": 2}}),
+        _row(testIdx=7, testCase={}),
+    ]
+    run = _read(_write(tmp_path, rows))
+    assert list(run.cases) == [
+        'greet {"name": "Ada"}',
+        'greet {"name": "Zoë"}',
+        "alone",
+        '{"a": 2, "b": 1}',
+        "test 7",
+    ]
+    assert len(run.samples['{"a": 2, "b": 1}']) == 2
+    assert run.headline is not None and run.headline.value == pytest.approx(0.25)
+
+
+def test_labels_add_provider_and_prompt_only_when_there_are_several(tmp_path: Path) -> None:
+    rows = [
+        _row(provider="openai:gpt-4o", promptIdx=0, testCase={"description": "t"}),
+        _row(provider={"id": "x:y", "label": "mine"}, promptIdx=1, testCase={"description": "t"}),
+        _row(provider={}, promptIdx=1, testCase={"description": "t"}),
+    ]
+    run = _read(_write(tmp_path, rows))
+    assert list(run.cases) == [
+        "t · openai:gpt-4o · prompt 0",
+        "t · mine · prompt 1",
+        "t · provider · prompt 1",
+    ]
+    assert run.identity["providers"] == ["mine", "openai:gpt-4o", "provider"]
+
+
+def test_attempts_follow_file_order_not_test_index(tmp_path: Path) -> None:
+    rows = [
+        _row(testIdx=5, success=False, testCase={"description": "d"}),
+        _row(testIdx=1, success=True, testCase={"description": "d"}),
+        _row(testIdx=3, success="yes", testCase={"description": "d"}),
+    ]
+    run = _read(_write(tmp_path, rows))
+    assert _verdicts(run, "d") == {"success": [False, True, None]}
+    assert run.cases["d"]["success"][0].evidence == "ok"
+
+
+def test_provider_errors_are_unassessed(tmp_path: Path) -> None:
+    rows = [
+        _row(failureReason=2, error="rate limited", testCase={"description": "a"}),
+        _row(error="socket hang up", gradingResult=None, testCase={"description": "b"}),
+        _row(error="assertion failed", success=False, testCase={"description": "c"}),
+    ]
+    run = _read(_write(tmp_path, rows))
+    assert run.cases["a"]["provider error"][0].passed is None
+    assert run.cases["a"]["provider error"][0].evidence == "rate limited"
+    assert run.cases["b"]["provider error"][0].evidence == "socket hang up"
+    assert _verdicts(run, "c") == {"success": [False]}
+
+
+def test_component_names_metric_type_value_and_duplicates(tmp_path: Path) -> None:
+    long_value = "line one\nline two " + "x" * 80
+    components = [
+        {"pass": True, "score": 1, "reason": "r1", "assertion": {"type": "equals", "value": 42}},
+        {"pass": False, "score": 0, "reason": "r2", "assertion": {"type": "equals", "value": 42}},
+        {"pass": True, "assertion": {"type": "equals", "value": 42}},
+        {"pass": None, "assertion": {"type": "contains", "value": long_value}},
+        {
+            "pass": True,
+            "assertion": {
+                "type": "llm-rubric",
+                "value": "polite",
+                "metric": "tone",
+                "provider": {"id": "openai:gpt-4o"},
+            },
+        },
+        {"pass": True, "assertion": {"type": "is-json"}},
+        {"pass": True, "assertion": None},
+        {"pass": True, "assertion": {"type": "contains", "value": True}},
+    ]
+    rows = [
+        _row(
+            provider="openai:gpt-4o",
+            testCase={"description": "d", "options": {"provider": "anthropic:claude"}},
+            gradingResult={"componentResults": components},
+            response={"output": "o" * 25_000, "finishReason": "length"},
+            cost=0.5,
+            latencyMs=1500,
+            tokenUsage={
+                "total": 10,
+                "prompt": 7,
+                "completion": -3,
+                "cached": True,
+                "completionDetails": {"reasoning": 2},
+            },
+        )
+    ]
+    run = _read(_write(tmp_path, rows))
+    assert list(run.cases["d"]) == [
+        "equals: 42",
+        "equals: 42 #2",
+        "equals: 42 #3",
+        "contains: line one line two " + "x" * 42 + "…",
+        "tone",
+        "is-json",
+        "assertion",
+        "contains",
+    ]
+    assert _verdicts(run, "d")["equals: 42 #2"] == [False]
+    assert run.cases["d"]["equals: 42 #2"][0].evidence == "r2"
+    assert run.cases["d"]["equals: 42 #2"][0].value == 0
+    assert run.graders.model_graded_checks == ["tone"]
+    assert run.graders.grader_models == ["anthropic:claude", "openai:gpt-4o"]
+    assert run.graders.self_graded == ["openai:gpt-4o"]
+    meta = run.samples["d"][0]
+    assert meta.truncated is True and meta.stop_reason == "length"
+    assert meta.output_text is not None and len(meta.output_text) == 20_000
+    assert meta.output_sha256 == sha256_text("o" * 25_000)
+    # Negative, bool and non-numeric usage values are dropped, not guessed.
+    assert meta.usage == {
+        "cost_usd": 0.5,
+        "total_tokens": 10,
+        "input_tokens": 7,
+        "reasoning_tokens": 2,
+        "duration_seconds": 1.5,
+    }
+
+
+def test_material_comes_from_declared_assertions(tmp_path: Path) -> None:
+    rows = [
+        _row(
+            testCase={
+                "description": "d",
+                "vars": {"question": "Capital of France?", "n": 3, "blank": "  "},
+                "assert": [
+                    {"type": "contains-any", "value": ["Paris", "paris", 7]},
+                    {"type": "not-contains", "value": "Lyon"},
+                    {"type": "python", "value": "output == 'Paris'"},
+                    {"type": "equals", "value": "Paris"},
+                ],
+            }
+        )
+    ]
+    run = _read(_write(tmp_path, rows))
+    assert run.material["d"] == [
+        Material("input", "Capital of France?"),
+        Material("expected", "Paris"),
+        Material("expected", "paris"),
+    ]
+
+
+# --- hostile input ------------------------------------------------------------------------------
+
+
+HOSTILE: list[tuple[str, bytes, str]] = [
+    ("noresults.json", b'{"results": {"stats": {}}}', "expected results.results[]"),
+    ("notlist.json", b'{"results": {"results": {"0": {}}}}', "expected results.results[]"),
+    ("array.json", b"[1, 2]", "expected results.results[]"),
+    ("row.json", b'{"results": {"results": [{}, 3]}}', "results.results[1] is not an object"),
+    ("nan.json", b'{"results": {"results": [], "stats": {"successes": NaN}}}', "is not JSON"),
+    ("inf.json", b'{"results": {"results": [{"cost": 1e999}]}}', "is not JSON"),
+    ("dup.json", b'{"results": {"results": []}, "results": {"results": []}}', "duplicate key"),
+    ("truncated.json", b'{"results": {"results": [{"success": tru', "is not JSON"),
+    ("utf8.json", b'{"results": {"results": [{"vars": {"a": "\xff"}}]}}', "is not JSON"),
+    ("deep.json", b"[" * 200_000 + b"]" * 200_000, "is not JSON"),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "fragment"), HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_json_is_refused_with_one_line_naming_the_file(
+    tmp_path: Path, name: str, data: bytes, fragment: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(InputError) as caught:
+        _read(path)
+    message = str(caught.value)
+    assert message.startswith(name)
+    assert fragment in message
+    assert "\n" not in message and len(message) < 400
+
+
+def test_empty_results_list_has_no_scored_cases(tmp_path: Path) -> None:
+    path = _write(tmp_path, [], name="empty.json")
+    assert _read(path).cases == {}
+    with pytest.raises(InputError, match=r"empty\.json contains no scored cases"):
+        load_results(path)
