@@ -12,6 +12,7 @@ that launches a different child (the Docker CLI) can reuse it and override the t
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import re
@@ -22,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,8 +137,8 @@ class PipeSession:
             response = self._read_line(deadline, case_bound)
             self._record("recv", **describe_line(response))
             return parse_response(response)
-        except AgentFault as fault:
-            self._fail(fault)
+        except (AgentFault, EnvironmentFailure) as failure:
+            self._fail(failure)
             raise
 
     def stop_eof(self) -> None:
@@ -153,11 +154,11 @@ class PipeSession:
             code = self._process.returncode
             assert code is not None
             if code != 0:
-                raise self._exit_fault(code)
+                raise self._exit_failure(code)
             if self._reader.has_unsolicited_stdout():
                 raise AgentFault(UNSOLICITED_STDOUT)
-        except AgentFault as fault:
-            self._fail(fault)
+        except (AgentFault, EnvironmentFailure) as failure:
+            self._fail(failure)
             raise
         self._finish(killed=False)
 
@@ -170,9 +171,13 @@ class PipeSession:
     def _before_kill(self) -> None:
         """Runs before the process group is killed (the Docker backend removes its container)."""
 
-    def _exit_fault(self, code: int) -> AgentFault:
-        """The fault for a non-zero exit after EOF (Docker maps launch codes elsewhere)."""
+    def _exit_failure(self, code: int) -> AgentFault | EnvironmentFailure:
+        """The failure for a non-zero exit after EOF (Docker maps 125-127 to the environment)."""
         return AgentFault(exit_code_message(code))
+
+    def _stdout_closed_failure(self) -> AgentFault | EnvironmentFailure:
+        """The failure when stdout ends before a complete response line."""
+        return AgentFault(NO_COMPLETE_RESPONSE)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -199,8 +204,7 @@ class PipeSession:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else STDIN_WRITE_TIMEOUT)
-            readable, writable, _ = select.select(sorted(self._open_fds), [self._stdin_fd], [],
-                                                  remaining)
+            readable, writable = _wait(self._open_fds, self._stdin_fd, remaining)
             self._drain(readable)
             if writable:
                 try:
@@ -217,14 +221,14 @@ class PipeSession:
             if line is not None:
                 return line
             if self._stdout_fd not in self._open_fds:
-                raise AgentFault(NO_COMPLETE_RESPONSE)
+                raise self._stdout_closed_failure()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else RESPONSE_TIMEOUT)
-            readable, _, _ = select.select(sorted(self._open_fds), [], [], remaining)
+            readable, _ = _wait(self._open_fds, None, remaining)
             self._drain(readable)
 
-    def _drain(self, readable: list[int]) -> None:
+    def _drain(self, readable: Iterable[int]) -> None:
         """Read what is ready on the given output pipes into the reader (may raise AgentFault)."""
         for descriptor in readable:
             try:
@@ -244,21 +248,21 @@ class PipeSession:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AgentFault(message)
-            watched = sorted(self._open_fds)
+            watched = set(self._open_fds)
             if self._pidfd is not None:
-                watched.append(self._pidfd)
+                watched.add(self._pidfd)
                 timeout = remaining
             else:
                 timeout = min(remaining, _POLL_INTERVAL)
-            readable, _, _ = select.select(watched, [], [], timeout)
-            self._drain([fd for fd in readable if fd != self._pidfd])
+            readable, _ = _wait(watched, None, timeout)
+            self._drain(fd for fd in readable if fd != self._pidfd)
         # The process is gone; collect what it wrote last. A grandchild holding a pipe open must
         # not stretch this past the deadline, and is killed with the group afterwards anyway.
         while self._open_fds:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            readable, _, _ = select.select(sorted(self._open_fds), [], [], remaining)
+            readable, _ = _wait(self._open_fds, None, remaining)
             self._drain(readable)
 
     def _close_stdin(self) -> None:
@@ -269,8 +273,9 @@ class PipeSession:
             with suppress(BrokenPipeError):
                 stdin.close()
 
-    def _fail(self, fault: AgentFault) -> None:
-        self._record("fault", message=fault.message, kind="agent")
+    def _fail(self, failure: AgentFault | EnvironmentFailure) -> None:
+        kind = "agent" if isinstance(failure, AgentFault) else "environment"
+        self._record("fault", message=failure.message, kind=kind)
         self._finish(killed=True)
 
     def _finish(self, killed: bool) -> None:
@@ -302,7 +307,7 @@ class PipeSession:
     def _collect_leftovers(self) -> None:
         """Read what is already in the pipes (for the stderr tail); limits no longer matter."""
         while self._open_fds:
-            readable, _, _ = select.select(sorted(self._open_fds), [], [], 0)
+            readable, _ = _wait(self._open_fds, None, 0)
             if not readable:
                 return
             try:
@@ -318,6 +323,28 @@ class PipeSession:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
+
+
+def _wait(readable: Collection[int], writable: int | None,
+          timeout: float) -> tuple[list[int], bool]:
+    """Wait up to ``timeout`` seconds for input on ``readable`` (end of file and errors count as
+    input, so the reader sees them) or room on ``writable``; return the ready ones."""
+    poller = select.poll()
+    for descriptor in readable:
+        poller.register(descriptor, select.POLLIN)
+    if writable is not None:
+        poller.register(writable, select.POLLOUT)
+    if not readable and writable is None:
+        time.sleep(max(timeout, 0.0))
+        return [], False
+    ready_in: list[int] = []
+    ready_out = False
+    for descriptor, _events in poller.poll(max(0, math.ceil(timeout * 1000))):
+        if descriptor == writable:
+            ready_out = True  # POLLERR/POLLHUP included: the write then reports the broken pipe
+        else:
+            ready_in.append(descriptor)
+    return ready_in, ready_out
 
 
 def _open_pidfd(pid: int) -> int | None:
