@@ -3,11 +3,13 @@
 Each session is one child process in its own POSIX session (so SIGKILL to its process group takes
 any grandchildren with it), with a minimal environment, the snapshot as working directory and a
 fresh per-case state directory (mode 0700) under ``work_root``. All pipe I/O is non-blocking and
-select-based, so a candidate that floods output while we write cannot deadlock us, and every wait
-is capped by both the response timeout and the case deadline.
+multiplexed with ``poll`` (no descriptor-number ceiling, unlike ``select``), so a candidate that
+floods output while we write cannot deadlock us, and every wait is capped by both the response
+timeout and the case deadline. Process exit is watched through a pidfd where Linux offers one.
 
-:class:`PipeSession` holds the process-agnostic half (pipes, deadlines, transcript); a backend
-that launches a different child (the Docker CLI) can reuse it and override the two hooks.
+:class:`PipeSession` holds the launcher-agnostic half (pipes, deadlines, transcript); a backend
+that launches a different child (the Docker CLI) can reuse it and override the ``_before_kill``,
+``_exit_failure`` and ``_stdout_closed_failure`` hooks.
 """
 
 from __future__ import annotations
