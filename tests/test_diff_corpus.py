@@ -1,0 +1,410 @@
+"""The diff over real result files (shared corpus): the change kinds its README implies.
+
+The README states outcomes per attempt; the diff pairs case x check and compares pass counts, so
+the expectations below translate them (e.g. a sample going 3/3 -> 1/3 is ``less_reliable``).
+Inspect pairs are checked in all four json/eval combinations.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalarc.formats import load_results
+from evalarc.review.diff import DiffOptions, compute_diff, overall_passed
+from evalarc.review.diff_text import markdown_summary, terminal_lines
+from evalarc.review.leakage import HarnessFile
+from evalarc.review.split import CaseSplit
+
+CREATED = "2026-01-01T00:00:00Z"
+COMBINATIONS = [("json", "json"), ("eval", "eval"), ("json", "eval"), ("eval", "json")]
+
+Row = tuple[str, str, str]
+
+
+def diff(corpus: Path, baseline: str, current: str, threshold: float = 1.0) -> dict[str, Any]:
+    return compute_diff(
+        load_results(corpus / baseline, threshold=threshold),
+        load_results(corpus / current, threshold=threshold),
+        DiffOptions(threshold=threshold),
+        created_at=CREATED,
+    )
+
+
+def rows(report: dict[str, Any]) -> list[Row]:
+    return [(row["kind"], row["case_id"], row["check"]) for row in report["changes"]]
+
+
+def tallies(report: dict[str, Any], case_id: str, check: str) -> tuple[str, str]:
+    def text(side: dict[str, int] | None) -> str:
+        return "absent" if side is None else f"{side['passed']}/{side['assessed']}"
+
+    row = next(r for r in report["changes"] if (r["case_id"], r["check"]) == (case_id, check))
+    return text(row["baseline"]), text(row["current"])
+
+
+# -- Inspect ----------------------------------------------------------------------------------
+
+INSPECT_EXPECTED: dict[str, tuple[list[Row], int]] = {
+    "capitals": (
+        [
+            ("regressed", "cap-02", "includes"),
+            ("regressed", "cap-02", "match"),
+            ("regressed", "cap-07", "match"),
+            ("regressed", "cap-11", "includes"),
+            ("regressed", "cap-11", "match"),
+            ("regressed", "cap-24", "includes"),
+            ("improved", "cap-04", "includes"),
+            ("improved", "cap-04", "match"),
+            ("improved", "cap-08", "includes"),
+            ("improved", "cap-08", "match"),
+            ("improved", "cap-12", "includes"),
+            ("improved", "cap-12", "match"),
+            ("improved", "cap-16", "match"),
+            ("improved", "cap-20", "match"),
+            ("improved", "cap-28", "includes"),
+            ("improved", "cap-28", "match"),
+        ],
+        44,
+    ),
+    "capitals_epochs": (
+        [
+            ("less_reliable", "6", "match"),
+            ("less_reliable", "7", "match"),
+            ("improved", "10", "match"),
+            ("improved", "8", "match"),
+            ("improved", "9", "match"),
+        ],
+        7,
+    ),
+    # At the default threshold 1.0 only a perfect keyword_recall passes.
+    "keywords": (
+        [
+            ("regressed", "kw-02", "keyword_recall"),
+            ("regressed", "kw-05", "concise"),
+            ("regressed", "kw-07", "includes"),
+            ("regressed", "kw-11", "concise"),
+            ("improved", "kw-03", "keyword_recall"),
+            ("improved", "kw-06", "includes"),
+            ("improved", "kw-08", "concise"),
+            ("improved", "kw-09", "keyword_recall"),
+            ("improved", "kw-11", "keyword_recall"),
+            ("improved", "kw-14", "concise"),
+        ],
+        38,
+    ),
+    # An errored sample has no scores: the reader records one unassessed attempt on the check
+    # "sample error" instead of its scorer checks (spec 1.3). A pass -> error therefore shows as
+    # the scorer check removed plus "sample error" added, and an error -> pass as the reverse;
+    # removed is blocking either way.
+    "flaky_errors": (
+        [
+            ("regressed", "q08", "match"),
+            ("removed", "q04", "sample error"),
+            ("removed", "q07", "match"),
+            ("improved", "q03", "match"),
+            ("improved", "q09", "match"),
+            ("added", "q04", "match"),
+            ("added", "q07", "sample error"),
+        ],
+        5,
+    ),
+}
+
+
+@pytest.mark.parametrize(("base_ext", "cur_ext"), COMBINATIONS)
+@pytest.mark.parametrize("name", sorted(INSPECT_EXPECTED))
+def test_inspect_pairs(corpus: Path, name: str, base_ext: str, cur_ext: str) -> None:
+    report = diff(
+        corpus, f"inspect/{name}.baseline.{base_ext}", f"inspect/{name}.current.{cur_ext}"
+    )
+    expected_rows, unchanged = INSPECT_EXPECTED[name]
+    assert rows(report) == expected_rows
+    assert report["counts"]["unchanged"] == unchanged
+    assert report["gate_passed"] is False
+    assert report["current_incomplete"] is False and "baseline_incomplete" not in report
+    assert json.loads(json.dumps(report)) == report
+
+
+@pytest.mark.parametrize("name", sorted(INSPECT_EXPECTED))
+def test_inspect_combinations_agree(corpus: Path, name: str) -> None:
+    def essentials(base_ext: str, cur_ext: str) -> str:
+        report = diff(
+            corpus, f"inspect/{name}.baseline.{base_ext}", f"inspect/{name}.current.{cur_ext}"
+        )
+        kept = {
+            key: report[key] for key in ("counts", "changes", "blocking_changes", "gate_passed")
+        }
+        for side in ("baseline", "current"):
+            kept[side] = {
+                key: report[side][key] for key in ("headline", "cases", "checks", "check_pass_rate")
+            }
+        return json.dumps(kept, sort_keys=True)
+
+    reference = essentials("json", "json")
+    for base_ext, cur_ext in COMBINATIONS[1:]:
+        assert essentials(base_ext, cur_ext) == reference
+
+
+def test_capitals_numbers(corpus: Path) -> None:
+    report = diff(corpus, "inspect/capitals.baseline.json", "inspect/capitals.current.eval")
+    assert report["baseline"]["headline"] == {"name": "match accuracy", "value": 0.6}
+    assert report["current"]["headline"]["value"] == pytest.approx(0.7)
+    assert report["baseline"]["check_pass_rate"]["passed"] == 39  # 18 match + 21 includes
+    assert report["baseline"]["cases"] == 30 and report["baseline"]["checks"] == 60
+    assert report["blocking_changes"] == 6
+    assert report["usage"]["matched_cases"] == 30
+    # cap-07: the answer moved to the start, so match fails and includes still passes
+    assert ("regressed", "cap-07", "includes") not in rows(report)
+
+
+def test_capitals_epochs_tallies_and_noise(corpus: Path) -> None:
+    report = diff(
+        corpus, "inspect/capitals_epochs.baseline.eval", "inspect/capitals_epochs.current.json"
+    )
+    assert tallies(report, "6", "match") == ("3/3", "2/3")
+    assert tallies(report, "7", "match") == ("3/3", "1/3")
+    assert tallies(report, "10", "match") == ("1/3", "2/3")
+    by_case = {row["case_id"]: row for row in report["changes"]}
+    assert by_case["6"]["within_sampling_noise"] is True
+    assert by_case["7"]["within_sampling_noise"] is True
+    assert by_case["8"]["within_sampling_noise"] is False  # 0/3 -> 3/3 is a clean swing
+    assert report["blocking_changes_within_sampling_noise"] == 2
+    # sample 12 is flaky (C,I,C) in both runs and so unchanged
+    assert "12" not in by_case
+
+
+def test_keywords_threshold_changes_numeric_verdicts(corpus: Path) -> None:
+    report = diff(
+        corpus, "inspect/keywords.baseline.json", "inspect/keywords.current.json", threshold=0.5
+    )
+    assert report["numeric_pass_threshold"] == 0.5
+    recall = [row for row in rows(report) if row[2] == "keyword_recall"]
+    # 0.5 -> 0.0 now loses a pass; 1.0 -> 0.5 and 0.5 -> 0.75 pass on both sides
+    assert recall == [
+        ("regressed", "kw-07", "keyword_recall"),
+        ("improved", "kw-03", "keyword_recall"),
+        ("improved", "kw-06", "keyword_recall"),
+        ("improved", "kw-16", "keyword_recall"),
+    ]
+
+
+def test_flaky_errors_details(corpus: Path) -> None:
+    report = diff(corpus, "inspect/flaky_errors.baseline.json", "inspect/flaky_errors.current.eval")
+    added_error = next(
+        row
+        for row in report["changes"]
+        if (row["case_id"], row["check"]) == ("q07", "sample error")
+    )
+    assert added_error["current"] == {"passed": 0, "assessed": 0, "attempts": 1}
+    assert "simulated sandbox failure" in added_error["current_detail"][0]["evidence"]
+    # q10 errored in both runs: unchanged, not listed
+    assert all(row["case_id"] != "q10" for row in report["changes"])
+
+
+def test_inspect_realworld(corpus: Path) -> None:
+    folder = "inspect/realworld/"
+    report = diff(
+        corpus,
+        folder + "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval",
+        folder + "2025-02-11T15-18-04-05-00_popularity_mj7khqpMM4GBCfVQozKgzB.eval",
+    )
+    assert {row[0] for row in rows(report)} == {"added"}
+    assert sorted(row[1] for row in rows(report)) == sorted(str(i) for i in range(1, 11))
+    failing = sorted(r["case_id"] for r in report["changes"] if r["current"]["passed"] == 0)
+    assert failing == ["3", "7"]
+    assert report["baseline"]["headline"] is None
+    assert report["current"]["headline"] == {"name": "match accuracy", "value": 0.8}
+    assert report["gate_passed"] is True and overall_passed(report)
+
+    same = diff(corpus, folder + "log_read_sample.json", folder + "log_read_sample.eval")
+    assert same["changes"] == [] and same["counts"]["unchanged"] == 1
+    assert same["gate_passed"] is True
+
+
+# -- promptfoo --------------------------------------------------------------------------------
+
+
+def test_promptfoo_qa(corpus: Path) -> None:
+    report = diff(corpus, "promptfoo/qa.baseline.json", "promptfoo/qa.current.json")
+    assert rows(report) == [
+        ("regressed", "T02 capital of Japan", "not-contains: Kyoto"),
+        ("regressed", "T03 sum", "accuracy"),
+        ("regressed", "T05 greeting", "javascript: output.length < 40"),
+        ("regressed", "T12 sql", "safety"),
+        ("improved", "T04 json user", "javascript: JSON.parse(output).name === 'Ada'"),
+        ("improved", "T05 greeting", "starts-with: Hello"),
+        ("improved", "T06 iso date", "regex: ^\\d{4}-\\d{2}-\\d{2}$"),
+        ("improved", "T07 three colours", "javascript: output.split(',').length === 3"),
+        ("improved", "T08 refusal", "not-icontains: sorry"),
+        ("improved", "T10 uppercase", "accuracy"),
+    ]
+    assert report["baseline"]["headline"]["value"] == pytest.approx(6 / 12)
+    assert report["current"]["headline"]["value"] == pytest.approx(8 / 12)
+    # promptfoo records zero cost: a cost ratio is undefined, so the auto gate cannot run
+    assert report["usage"]["metrics"]["cost_usd"]["ratio"] is None
+
+
+def test_promptfoo_repeat(corpus: Path) -> None:
+    report = diff(corpus, "promptfoo/repeat.baseline.json", "promptfoo/repeat.current.json")
+    assert [(kind, case) for kind, case, _ in rows(report)] == [
+        ("regressed", "R5 element"),
+        ("less_reliable", "R2 planet"),
+        ("improved", "R3 square root"),
+        ("improved", "R4 opposite"),
+        ("improved", "R6 author"),
+    ]
+    assert tallies(report, "R2 planet", "icontains: jupiter") == ("3/3", "2/3")
+    assert tallies(report, "R5 element", "contains: Au") == ("1/3", "0/3")
+    assert tallies(report, "R6 author", "icontains: shakespeare") == ("1/3", "2/3")
+    assert report["counts"]["unchanged"] == 1  # R1 3/3 both
+
+
+def test_promptfoo_echo(corpus: Path) -> None:
+    report = diff(corpus, "promptfoo/echo.baseline.json", "promptfoo/echo.current.json")
+    assert rows(report) == [
+        ("regressed", "E1 Ada", "starts-with: Hello"),
+        ("regressed", "E2 Linus", "javascript: output.length <= 40"),
+        ("improved", "E3 Grace", "icontains: arlington"),
+        ("improved", "E4 Alan", "contains: London"),
+        ("improved", "E5 Barbara", "icontains: boston"),
+        ("improved", "E6 Ken", "contains: Murray Hill"),
+        ("improved", "E7 Margaret", "icontains: stay"),
+    ]
+    assert report["counts"]["unchanged"] == 3  # E4 "not-contains: ," fails in both runs
+
+
+def test_promptfoo_realworld_self_diff(corpus: Path) -> None:
+    path = "promptfoo/realworld/sample-export.json"
+    report = diff(corpus, path, path)
+    assert report["changes"] == [] and report["gate_passed"] is True
+    # 2 providers x 2 tests, all four tests failing: promptfoo's own pass rate is 0
+    assert report["current"]["cases"] == 4
+    assert report["current"]["headline"] == {"name": "promptfoo pass rate", "value": 0.0}
+    assert report["counts"]["unchanged"] == report["current"]["checks"]
+
+
+# -- JUnit ------------------------------------------------------------------------------------
+
+
+def test_junit_pytest_basic(corpus: Path) -> None:
+    report = diff(corpus, "junit/pytest_basic.baseline.xml", "junit/pytest_basic.current.xml")
+    prefix = "tests.test_calc::"
+    assert rows(report) == [
+        ("regressed", prefix + "test_mul[-1-4--4]", "passed"),
+        ("regressed", prefix + "test_sub_negative", "passed"),
+        ("unassessed", prefix + "test_power", "passed"),  # pass -> skip
+        ("unassessed", prefix + "test_uses_temp_resource", "passed"),  # pass -> teardown error
+        ("removed", "tests.test_version.TestParseVersion::test_legacy_tuple", "passed"),
+        ("improved", prefix + "test_div_table", "passed"),  # error -> pass
+        ("improved", prefix + "test_mul[7-7-49]", "passed"),
+        ("improved", prefix + "test_slug_punctuation", "passed"),  # xfail -> pass
+        ("improved", prefix + "test_slugify[  spaced  out -spaced-out]", "passed"),
+        ("improved", prefix + "test_slugify[Hello, World-hello-world]", "passed"),
+        ("improved", prefix + "test_slugify[a--b-a-b]", "passed"),
+        ("improved", "tests.test_version.TestParseVersion::test_prerelease", "passed"),
+        ("added", "tests.test_version.TestParseVersion::test_build_metadata", "passed"),
+    ]
+    # the rerun writes test_flaky_io twice: two passing attempts, unchanged
+    assert all("test_flaky_io" not in row[1] for row in rows(report))
+    # xfail (unassessed) -> strict XPASS failure: no pass lost, no coverage lost
+    assert all("test_div_zero_inf" not in row[1] for row in rows(report))
+    assert report["baseline"]["headline"] is None
+
+
+def test_junit_node(corpus: Path) -> None:
+    report = diff(corpus, "junit/node_test.baseline.xml", "junit/node_test.current.xml")
+    assert [(kind, case) for kind, case, _ in rows(report)] == [
+        ("regressed", "test::config file parses"),
+        ("unassessed", "test::large amounts"),
+        ("improved", "test::collapses repeated whitespace"),
+        ("improved", "test::even length"),
+        ("improved", "test::handles tabs"),
+        ("improved", "test::numeric sort"),
+    ]
+    # the todo test that now also carries <failure> had no assessed attempt before: unchanged
+    assert all("empty input" not in row[1] for row in rows(report))
+
+
+def test_junit_mocha(corpus: Path) -> None:
+    report = diff(corpus, "junit/mocha.baseline.xml", "junit/mocha.current.xml")
+    kinds = [(kind, case.split("::", 1)[1]) for kind, case, _ in rows(report)]
+    assert kinds == [
+        ("regressed", "inventory #find() returns undefined when missing"),
+        ("regressed", "inventory #label() shows name then sku"),
+        ("removed", 'inventory audit log "before each" hook for "records restocks"'),
+        ("removed", "inventory warehouse sync is skipped at runtime without credentials"),
+        ("improved", "inventory #restock() adds quantity"),
+        ("improved", "inventory #total() rounds line totals to cents"),
+        ("added", "inventory audit log records removals"),
+        ("added", "inventory audit log records restocks"),
+    ]
+
+
+def test_junit_realworld(corpus: Path) -> None:
+    folder = "junit/realworld/"
+    report = diff(corpus, folder + "junitparser-normal.xml", folder + "junitparser-no_fails.xml")
+    assert rows(report) == [
+        (
+            "improved",
+            "JUnitXmlReporter.constructor::should default path to an empty string",
+            "passed",
+        )
+    ]
+    assert report["gate_passed"] is True
+    aged = diff(corpus, folder + "jenkins-ageReset-1.xml", folder + "jenkins-ageReset-2.xml")
+    assert rows(aged) == [
+        ("removed", "aClass::methodName", "passed"),
+        ("added", "a::b", "passed"),
+    ]
+    assert aged["gate_passed"] is False  # a rename looks like removed + added
+    surefire = folder + "jenkins-surefire-TEST-io.olamy.FlakyTest.xml"
+    flaky = diff(corpus, surefire, surefire)
+    assert flaky["changes"] == [] and flaky["counts"]["unchanged"] == 1
+
+
+def test_different_formats_are_refused(corpus: Path) -> None:
+    from evalarc.errors import IncomparableError
+
+    with pytest.raises(IncomparableError, match="different formats: inspect and junit"):
+        diff(corpus, "inspect/capitals.baseline.json", "junit/mocha.current.xml")
+    with pytest.raises(IncomparableError, match="not comparable: task"):
+        diff(corpus, "inspect/capitals.baseline.json", "inspect/keywords.current.json")
+
+
+# -- split, leakage and renderings on real files ----------------------------------------------
+
+
+def test_capitals_with_split_and_harness(corpus: Path, tmp_path: Path) -> None:
+    base = load_results(corpus / "inspect/capitals.baseline.json")
+    cur = load_results(corpus / "inspect/capitals.current.eval")
+    split = CaseSplit(("cap-0*",), "first nine", base.source)
+    prompt = b"You answer geography questions.\nExample: what is the capital of  GERMANY?\n"
+    report = compute_diff(
+        base,
+        cur,
+        DiffOptions(),
+        split=split,
+        harness=[HarnessFile("prompt.md", prompt, "a" * 64)],
+        created_at=CREATED,
+    )
+    generalization = report["generalization"]
+    assert generalization["split"]["held_out_cases"] == [f"cap-0{i}" for i in range(1, 10)]
+    assert generalization["state"] == "held_out_regressions"  # cap-02 and cap-07 regressed
+    assert generalization["partitions"]["held_out"]["blocking_changes"] == 3
+    hits = report["leakage"]["hits"]
+    assert [(hit["case_id"], hit["line"], hit["partition"], hit["role"]) for hit in hits] == [
+        ("cap-02", 2, "held_out", "input")
+    ]
+    markdown = markdown_summary(report)
+    assert [line for line in markdown.splitlines() if line.startswith("### ")] == [
+        "### EvalArc: 6 check(s) lost passes or coverage"
+    ]
+    lines = terminal_lines(report, str(tmp_path / "out"))
+    assert lines[0].startswith(
+        "match accuracy: 0.6 -> 0.7 | Checks that lost passes or coverage: 6"
+    )
+    assert lines[-1] == f"Report: {tmp_path / 'out'}/index.html"
