@@ -69,10 +69,12 @@ class Transcript:
 
     Each event is a JSON object with at least ``event`` (``start``, ``ready``, ``send``,
     ``recv``, ``eof``, ``exit``, ``kill``, ``fault``, ``stderr``), ``session`` (0-based) and
-    ``t`` (seconds since the case opened, rounded to milliseconds). ``send`` carries the exact
-    request ``line`` (text, without newline); ``recv`` the exact response ``line`` bytes decoded
-    as UTF-8 with replacement (or ``raw_b64`` when not UTF-8); ``exit`` the ``code``; ``fault``
-    the AgentFault ``message``; ``stderr`` the kept tail.
+    ``t`` (seconds since the case opened, rounded to milliseconds). ``start`` carries the
+    expanded ``argv``; ``send`` the exact request ``line`` (text, without newline); ``recv`` the
+    exact response ``line`` decoded as UTF-8 with replacement, plus ``raw_b64`` when the bytes
+    were not UTF-8; ``exit`` the ``code`` (negative signal number when killed); ``fault`` the
+    ``message`` and its ``kind`` (``agent`` or ``environment``); ``stderr`` the kept ``tail``
+    with ``stdout_bytes`` and ``stderr_bytes``.
     """
 
     events: list[dict[str, Any]] = field(default_factory=list)
