@@ -370,16 +370,63 @@ def test_leakage_cap_and_text_cut() -> None:
     assert full["truncated"] is False
 
 
-def test_leakage_indexed_search_equals_direct_search() -> None:
-    # More needles than the direct-search cut-off exercises the prefix index.
-    material = {f"c{index}": [("input", f"phrase {index} of the case set")] for index in range(150)}
+def test_leakage_template_needles_use_distinct_anchors() -> None:
+    # Hundreds of needles sharing one long template prefix (the anchor index path).
+    count = 600
+    material = {
+        f"c{index}": [("input", f"What is the capital city of country number {index}?")]
+        for index in range(count)
+    }
     run = leak_run(material)
-    body = "noise\n" + "\n".join(f"PHRASE {index}  of the case set" for index in range(0, 150, 7))
+    body = "noise\n" + "\n".join(
+        f"WHAT is the capital city of country number {index}?" for index in range(0, count, 7)
+    )
     result = scan_leakage([run], [harness("f", body)], 12, None)
     found = sorted(hit["case_id"] for hit in result["hits"])
-    assert found == sorted(f"c{index}" for index in range(0, 150, 7))
+    assert found == sorted(f"c{index}" for index in range(0, count, 7))
     lines = {hit["case_id"]: hit["line"] for hit in result["hits"]}
-    assert lines["c0"] == 2 and lines["c7"] == 3
+    assert lines["c0"] == 2 and lines["c7"] == 3 and lines["c595"] == 2 + 595 // 7
+
+
+def _naive_hits(
+    material: dict[str, list[tuple[str, str]]], text: str, min_chars: int
+) -> list[tuple[str, str, int | None]]:
+    """The scan rule written out plainly: normalized containment, first whole line."""
+    whole = normalize_text(text)
+    lines = [normalize_text(line) for line in text.splitlines()]
+    hits = []
+    for case_id, items in material.items():
+        for role, original in dict.fromkeys(items):
+            needle = normalize_text(original)
+            if len(needle) < min_chars or needle not in whole:
+                continue
+            line = next((n for n, body in enumerate(lines, 1) if needle in body), None)
+            hits.append((case_id, role, line))
+    return sorted(hits)
+
+
+@pytest.mark.parametrize("direct_limit", [0, 10**9])
+def test_leakage_search_paths_agree_with_plain_rule(
+    direct_limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    from evalarc.review import leakage
+
+    monkeypatch.setattr(leakage, "_DIRECT_SEARCH_NEEDLES", direct_limit)
+    generator = random.Random(7)
+    words = ["ab", "Ba", "abab", "b", "AAB", "ba ab"]
+    for _ in range(40):
+        material = {
+            f"c{index}": [
+                ("input", " ".join(generator.choice(words) for _ in range(generator.randint(2, 6))))
+            ]
+            for index in range(generator.randint(1, 30))
+        }
+        text = "".join(generator.choice([*words, " ", "\n", "\t", "\r\n"]) for _ in range(400))
+        result = scan_leakage([leak_run(material)], [harness("f", text)], 4, None)
+        got = sorted((hit["case_id"], hit["role"], hit["line"]) for hit in result["hits"])
+        assert got == _naive_hits(material, text, 4)[:MAX_HITS]
 
 
 # -- harness collection -----------------------------------------------------------------------

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,8 @@ MAX_HITS = 200
 """Hits listed in a report; the rest are counted only through ``truncated``."""
 HIT_TEXT_CHARS = 160
 
-# Below this many needles a plain substring search per needle is cheaper than indexing the text.
-_DIRECT_SEARCH_NEEDLES = 64
+# Up to this many needles a C-speed find per needle beats one Python-level pass over the text.
+_DIRECT_SEARCH_NEEDLES = 256
 
 LEAKAGE_SCOPE = (
     "The scan looks for case inputs and expected answers copied verbatim, ignoring case and "
@@ -183,10 +184,9 @@ def _normalize_file(text: str) -> _NormalizedFile:
     return _NormalizedFile(" ".join(parts), starts, ends, numbers)
 
 
-def _first_line(needle: str, document: _NormalizedFile) -> int | None:
-    """The first 1-based line that holds the whole needle, or None when every match spans
-    lines."""
-    position = document.text.find(needle)
+def _first_line(needle: str, document: _NormalizedFile, position: int) -> int | None:
+    """The first 1-based line that holds the whole needle, searching from its first occurrence
+    at ``position``; None when every occurrence spans lines."""
     while position != -1:
         index = bisect_right(document.starts, position) - 1
         if index >= 0 and position + len(needle) <= document.ends[index]:
@@ -195,20 +195,61 @@ def _first_line(needle: str, document: _NormalizedFile) -> int | None:
     return None
 
 
-def _present_needles(
-    document: str, by_needle: dict[str, list[_Owner]], prefixes: dict[str, list[str]], width: int
-) -> list[str]:
-    """The needles contained in ``document``, in needle insertion order."""
-    if len(by_needle) <= _DIRECT_SEARCH_NEEDLES:
-        return [needle for needle in by_needle if needle in document]
-    # Index by the first ``width`` characters (every needle is at least that long): one pass over
-    # the text collects the candidates, and only those get a full substring check.
-    candidates: set[str] = set()
-    for start in range(len(document) - width + 1):
-        found = prefixes.get(document[start : start + width])
-        if found is not None:
-            candidates.update(found)
-    return [needle for needle in by_needle if needle in candidates and needle in document]
+class _AnchorIndex:
+    """Finds many needles in one pass over a text.
+
+    Each needle is filed under one ``width``-character anchor taken from it, the one shared by
+    the fewest other needles among a few sampled positions, so needles built from one template
+    ("What is the capital of ...") still get distinct anchors. One slide over the text looks up
+    each window and checks the needles filed there in place.
+    """
+
+    _SAMPLES = 8
+
+    def __init__(self, needles: Iterable[str], width: int) -> None:
+        self.width = width
+        sampled: dict[str, list[tuple[str, int]]] = {}
+        frequency: Counter[str] = Counter()
+        for needle in needles:
+            last = len(needle) - width
+            offsets = sorted({last * step // (self._SAMPLES - 1) for step in range(self._SAMPLES)})
+            grams = [(needle[offset : offset + width], offset) for offset in offsets]
+            sampled[needle] = grams
+            frequency.update({gram for gram, _ in grams})
+        self.anchors: dict[str, list[tuple[str, int]]] = {}
+        for needle, grams in sampled.items():
+            gram, offset = min(grams, key=lambda item: (frequency[item[0]], item[1]))
+            self.anchors.setdefault(gram, []).append((needle, offset))
+
+    def first_positions(self, text: str) -> dict[str, int]:
+        """Needle -> index of its first occurrence in ``text``, for the needles present."""
+        found: dict[str, int] = {}
+        anchors = self.anchors
+        width = self.width
+        for position in range(len(text) - width + 1):
+            filed = anchors.get(text[position : position + width])
+            if filed is None:
+                continue
+            for needle, offset in filed:
+                start = position - offset
+                if start >= 0 and needle not in found and text.startswith(needle, start):
+                    found[needle] = start
+        return found
+
+
+def _first_positions(
+    text: str, needles: Iterable[str], index: _AnchorIndex | None
+) -> dict[str, int]:
+    """Needle -> first occurrence in ``text``: C-speed ``find`` per needle for a few needles,
+    the one-pass anchor index for many (a ``find`` per needle would be quadratic)."""
+    if index is not None:
+        return index.first_positions(text)
+    found: dict[str, int] = {}
+    for needle in needles:
+        position = text.find(needle)
+        if position != -1:
+            found[needle] = position
+    return found
 
 
 def _hit_order(hit: dict[str, Any]) -> tuple[Any, ...]:
@@ -240,9 +281,7 @@ def scan_leakage(
     if isinstance(min_chars, bool) or min_chars < MIN_LEAK_CHARS:
         raise UsageError(f"--leak-min-chars must be at least {MIN_LEAK_CHARS}")
     by_needle, considered = _needles(runs, min_chars)
-    prefixes: dict[str, list[str]] = {}
-    for needle in by_needle:
-        prefixes.setdefault(needle[:min_chars], []).append(needle)
+    index = _AnchorIndex(by_needle, min_chars) if len(by_needle) > _DIRECT_SEARCH_NEEDLES else None
 
     scanned: list[dict[str, Any]] = []
     hits: list[dict[str, Any]] = []
@@ -262,9 +301,12 @@ def scan_leakage(
         if not by_needle:
             continue
         document = _normalize_file(text)
-        for needle in _present_needles(document.text, by_needle, prefixes, min_chars):
-            line = _first_line(needle, document)
-            for owner in by_needle[needle]:
+        positions = _first_positions(document.text, by_needle, index)
+        for needle, owners in by_needle.items():
+            if needle not in positions:
+                continue
+            line = _first_line(needle, document, positions[needle])
+            for owner in owners:
                 partition = None
                 if held_out is not None:
                     partition = "held_out" if owner.case_id in held_out else "tuning"
