@@ -1,0 +1,800 @@
+"""The ``docker`` backend: candidates run in a locked-down container through the docker SDK.
+
+Design (measured by ``bench/docker_session_start.py``): one long-lived, idle container per
+*case*, and one ``docker exec`` per *session*. Starting a session is then an exec plus the
+readiness handshake instead of a whole container start, which made start-up about 2.4 times
+cheaper on the reference machine while keeping every guarantee of a container per session:
+
+* The case container runs ``docker-init -- sleep infinity`` as pid 1 under a uid of its own
+  (:data:`IDLE_USER`); candidates run as 65534:65534 and therefore can neither signal the idle
+  processes nor be mistaken for them. docker-init reaps orphans, so killed processes do not linger
+  as zombies inside the pids limit.
+* Network off, read-only root, every capability dropped, no-new-privileges, 1 CPU, 256 MiB without
+  extra swap, 64 pids, a 16 MiB ``noexec,nosuid`` tmpfs on /tmp, the snapshot read-only at
+  /candidate, the case's state directory (mode 0777) read-write at /state, workdir /candidate.
+  Execs inherit the container's cgroup, capabilities and no-new-privileges; nothing else (no
+  grader, no Docker socket) is mounted.
+* Each session execs a trusted ``/bin/sh -c`` prelude that prints ``evalarc-<32 hex>:ready`` and
+  execs the candidate; the host consumes the marker before any request.
+* Killing a session runs a trusted *reaper* exec (as 65534) that SIGKILLs every process of uid
+  65534 but itself, waits until /proc lists none of them (zombies included), and empties /tmp and
+  /dev/shm, so the next session of the case starts with nothing but /state. If the reaper cannot
+  run (a fork bomb holding every pid, say) the container is removed instead and the next session
+  gets a fresh one. A session that exits by itself after EOF is reaped the same way before the
+  next session starts (or when the case closes).
+* Leaving :meth:`DockerBackend.open_case` empties /state from inside the container (files made by
+  uid 65534 may not be removable by a non-root host user), removes the container and then the
+  state directory, all within :data:`CLEANUP_TIMEOUT` seconds of Docker calls.
+
+Streams come from ``exec_start(socket=True)``: one socket carrying stdin one way and Docker's
+multiplexed stdout/stderr frames (8-byte headers) the other way; closing stdin is a half-close of
+the socket. The JSON-lines logic (limits, parsing, fault wording) is :mod:`evalarc.runtime.jsonl`.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import secrets
+import select
+import shutil
+import socket
+import struct
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker.errors import DockerException, ImageNotFound, NotFound
+
+from evalarc.canonical import JSONValue
+from evalarc.errors import EnvironmentFailure
+from evalarc.runtime.jsonl import (
+    CASE_BUDGET_EXHAUSTED,
+    NO_COMPLETE_RESPONSE,
+    NO_EXIT_AFTER_EOF,
+    RESPONSE_TIMEOUT,
+    STDIN_WRITE_TIMEOUT,
+    UNSOLICITED_STDOUT,
+    ResponseReader,
+    capped_deadline,
+    describe_line,
+    encode_request,
+    exit_code_message,
+    parse_response,
+)
+from evalarc.runtime.local import CaseClock
+from evalarc.runtime.protocol import AgentFault, Limits, Transcript
+from evalarc.runtime.snapshot import expand_command
+
+DEFAULT_IMAGE = "python:3.12-slim"
+CANDIDATE_USER = "65534:65534"
+"""Who every candidate process runs as."""
+IDLE_USER = "65533:65533"
+"""Who the case container's idle pid 1 runs as: not the candidate, so it cannot be signalled."""
+CANDIDATE_UID = 65534
+CLEANUP_TIMEOUT = 20.0
+"""Seconds any single Docker call may take (cleanup included) before it counts as failed."""
+LAUNCH_FAILURE_CODES = frozenset({125, 126, 127})
+"""Exit codes that mean the command could not be launched (Docker's and the shell's)."""
+CASE_LABEL = "evalarc.case"
+"""Container label holding the case's UUID."""
+BACKEND_LABEL = "evalarc.backend"
+"""Container label holding the UUID of the :class:`DockerBackend` that made it."""
+MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
+PIDS_LIMIT = 64
+NANO_CPUS = 1_000_000_000
+TMPFS_OPTIONS = "rw,noexec,nosuid,size=16m"
+
+_PRELUDE = 'printf "%s\\n" "$0" && exec "$@"'
+"""Runs as ``sh -c _PRELUDE <marker> <argv...>``: prints the marker line, becomes the candidate."""
+_REAPER = r"""
+round=0
+while :; do
+  kill -9 -1 2>/dev/null
+  left=
+  for dir in /proc/[0-9]*; do
+    pid=${dir#/proc/}
+    [ "$pid" = "$$" ] && continue
+    uid=
+    { while read -r key value rest; do
+        if [ "$key" = Uid: ]; then uid=$value; break; fi
+      done < "$dir/status"; } 2>/dev/null
+    [ "$uid" = 65534 ] && left="$left $pid"
+  done
+  [ -z "$left" ] && break
+  round=$((round + 1))
+  if [ "$round" -gt 4000 ]; then echo "processes still running:$left" >&2; exit 3; fi
+  sleep 0.005
+done
+for dir in /tmp /dev/shm "$@"; do
+  rm -rf "$dir"/* "$dir"/.[!.]* "$dir"/..?* || exit 4
+done
+exit 0
+"""
+"""Runs as ``sh -c _REAPER reaper [extra dirs to empty]`` under uid 65534: SIGKILL every other
+process of that uid (``kill -1`` spares the caller and uids it may not signal), wait until none
+is listed in /proc, then empty the scratch folders."""
+_READ_CHUNK = 65536
+_POLL_INTERVAL = 0.005
+_FRAME_HEADER = struct.Struct(">BxxxL")
+_STDOUT, _STDERR = 1, 2
+
+
+class FrameDecoder:
+    """Splits Docker's multiplexed attach stream into ``(stream, payload)`` chunks.
+
+    Each frame is an 8-byte header (stream type, three zero bytes, big-endian payload length)
+    followed by the payload; frames may arrive split or merged in any way.
+    """
+
+    def __init__(self) -> None:
+        self._pending = bytearray()
+
+    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+        self._pending += data
+        frames: list[tuple[int, bytes]] = []
+        while len(self._pending) >= _FRAME_HEADER.size:
+            stream, size = _FRAME_HEADER.unpack_from(self._pending)
+            end = _FRAME_HEADER.size + size
+            if len(self._pending) < end:
+                break
+            if stream not in (_STDOUT, _STDERR):
+                raise EnvironmentFailure(f"unexpected Docker stream type {stream} in exec output")
+            frames.append((stream, bytes(self._pending[_FRAME_HEADER.size : end])))
+            del self._pending[:end]
+        return frames
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of an incomplete frame still waiting for the rest."""
+        return len(self._pending)
+
+
+def _docker_failure(action: str, error: BaseException) -> EnvironmentFailure:
+    explanation = getattr(error, "explanation", None) or str(error) or type(error).__name__
+    return EnvironmentFailure(f"Docker could not {action}: {explanation}")
+
+
+class DockerSession:
+    """One candidate process: a ``docker exec`` of the readiness prelude in the case container.
+
+    Any AgentFault ends the session: the fault is recorded, the process killed, the fault
+    re-raised. :meth:`exchange` or :meth:`stop_eof` on an ended session is a harness bug
+    (RuntimeError); :meth:`kill` is always allowed and idempotent.
+    """
+
+    def __init__(self, case: DockerCaseRun, index: int, argv: list[str]) -> None:
+        self._case = case
+        self._limits = case.limits
+        self._clock = case.clock
+        self.index = index
+        """0-based position of this session in its case."""
+        self._reader = ResponseReader(
+            self._limits.session_output_limit_bytes, self._limits.stderr_tail_bytes
+        )
+        self._decoder = FrameDecoder()
+        self._marker = f"evalarc-{secrets.token_hex(16)}:ready\n".encode("ascii")
+        self._marker_seen = bytearray()
+        self._ready = False
+        self._eof = False
+        self._stdin_open = True
+        self._ended = False
+        self._exit_code: int | None = None
+        self._exec_id = ""
+        self._socket: socket.socket | None = None
+        self._socket_owner: Any = None
+        self._argv = argv
+
+    # -- diagnostics --------------------------------------------------------------------------
+
+    @property
+    def exec_id(self) -> str:
+        return self._exec_id
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit status once ended (-9 when the host killed it), else None."""
+        return self._exit_code
+
+    @property
+    def stdout_bytes(self) -> int:
+        return self._reader.stdout_bytes
+
+    @property
+    def stderr_bytes(self) -> int:
+        return self._reader.stderr_bytes
+
+    @property
+    def output_bytes(self) -> int:
+        return self._reader.output_bytes
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    def stderr_tail(self) -> str:
+        return self._reader.stderr_tail()
+
+    # -- start-up -----------------------------------------------------------------------------
+
+    def start(self, deadline: float, case_bound: bool) -> None:
+        """Exec the prelude and consume the readiness marker (called by the case run)."""
+        container_id = self._case.container_id()
+        api = self._case.backend.client.api
+        command = ["/bin/sh", "-c", _PRELUDE, self._marker[:-1].decode("ascii"), *self._argv]
+        try:
+            self._exec_id = api.exec_create(
+                container_id,
+                command,
+                stdin=True,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                user=CANDIDATE_USER,
+                workdir="/candidate",
+            )["Id"]
+            self._socket_owner = api.exec_start(self._exec_id, socket=True)
+        except (DockerException, OSError) as error:
+            raise _docker_failure("start the candidate process", error) from None
+        raw = getattr(self._socket_owner, "_sock", self._socket_owner)
+        if not isinstance(raw, socket.socket):
+            raise EnvironmentFailure("the Docker connection is not a socket; use a local engine")
+        self._socket = raw
+        raw.setblocking(False)
+        self._take_buffered_bytes()
+        self._await_marker(deadline, case_bound)
+        self._record("ready")
+
+    def _take_buffered_bytes(self) -> None:
+        """Feed stream bytes the HTTP layer read ahead together with the response headers."""
+        response = getattr(self._socket_owner, "_response", None)
+        reader: Any = getattr(getattr(getattr(response, "raw", None), "_fp", None), "fp", None)
+        peek = getattr(reader, "peek", None)
+        if peek is None:
+            return
+        with suppress(OSError, ValueError):
+            buffered = peek()
+            if buffered:
+                self._dispatch(reader.read(len(buffered)))
+
+    def _await_marker(self, deadline: float, case_bound: bool) -> None:
+        while not self._ready:
+            if self._eof:
+                self._exit_code = self._wait_exit_code(time.monotonic() + CLEANUP_TIMEOUT)
+                raise EnvironmentFailure(
+                    "the container process exited before the startup readiness marker "
+                    f"(exit code {self._exit_code})"
+                )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if case_bound:
+                    raise AgentFault(CASE_BUDGET_EXHAUSTED)
+                raise EnvironmentFailure(
+                    f"startup readiness timeout after {self._limits.startup_timeout:g} s"
+                )
+            self._pump(remaining, write=None)
+
+    # -- the protocol -------------------------------------------------------------------------
+
+    def exchange(self, request: JSONValue) -> JSONValue:
+        line = encode_request(request, self._limits.request_limit_bytes)
+        self._require_running()
+        self._record("send", line=line[:-1].decode("ascii"))
+        try:
+            deadline, case_bound = self._response_deadline(RESPONSE_TIMEOUT)
+            self._write(line, deadline, case_bound)
+            response = self._read_line(deadline, case_bound)
+            self._record("recv", **describe_line(response))
+            return parse_response(response)
+        except (AgentFault, EnvironmentFailure) as failure:
+            self._fail(failure)
+            raise
+
+    def stop_eof(self) -> None:
+        self._require_running()
+        try:
+            self._close_stdin()
+            self._record("eof")
+            deadline, case_bound = self._response_deadline(NO_EXIT_AFTER_EOF)
+            while not self._eof:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else NO_EXIT_AFTER_EOF)
+                self._pump(remaining, write=None)
+            code = self._wait_exit_code(deadline)
+            if code is None:
+                raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else NO_EXIT_AFTER_EOF)
+            self._exit_code = code
+            if code in LAUNCH_FAILURE_CODES:
+                raise self._launch_failure(code)
+            if code != 0:
+                raise AgentFault(exit_code_message(code))
+            if self._reader.has_unsolicited_stdout():
+                raise AgentFault(UNSOLICITED_STDOUT)
+        except (AgentFault, EnvironmentFailure) as failure:
+            self._fail(failure)
+            raise
+        self._finish(killed=False)
+
+    def kill(self) -> None:
+        if not self._ended:
+            self._finish(killed=True)
+
+    def abandon(self) -> None:
+        """End the session after the case has already killed every candidate process."""
+        if not self._ended:
+            self._finish(killed=True, reaped=True)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _require_running(self) -> None:
+        if self._ended:
+            raise RuntimeError(f"session {self.index} has already ended")
+
+    def _record(self, event: str, **data: Any) -> None:
+        self._case.transcript.add(event, self.index, self._clock.elapsed(), **data)
+
+    def _response_deadline(self, message: str) -> tuple[float, bool]:
+        deadline, chosen = capped_deadline(
+            time.monotonic(), self._limits.response_timeout, self._clock.deadline, message
+        )
+        return deadline, chosen == CASE_BUDGET_EXHAUSTED
+
+    def _pump(self, timeout: float, write: memoryview | None) -> int:
+        """Wait up to ``timeout`` for output (and for room to write ``write``); handle what came.
+
+        Returns how many bytes of ``write`` were sent.
+        """
+        sock = self._socket
+        assert sock is not None
+        readers = [] if self._eof else [sock]
+        writers = [sock] if write else []
+        if not readers and not writers:
+            time.sleep(min(timeout, _POLL_INTERVAL))
+            return 0
+        readable, writable, _ = select.select(readers, writers, [], timeout)
+        if readable:
+            self._receive()
+        if writable and write:
+            try:
+                return sock.send(write)
+            except BlockingIOError:
+                return 0
+            except OSError:
+                # Docker keeps the socket open when the candidate closes its stdin, so this only
+                # happens when the exec is gone: the response read will report it.
+                self._stdin_open = False
+                return len(write)
+        return 0
+
+    def _receive(self) -> None:
+        sock = self._socket
+        assert sock is not None
+        try:
+            chunk = sock.recv(_READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._eof = True
+            return
+        self._dispatch(chunk)
+
+    def _dispatch(self, chunk: bytes) -> None:
+        for stream, payload in self._decoder.feed(chunk):
+            if stream == _STDOUT:
+                if self._ready:
+                    self._reader.feed_stdout(payload)
+                else:
+                    self._feed_marker(payload)
+            elif self._ready:
+                self._reader.feed_stderr(payload)
+            else:
+                try:
+                    self._reader.feed_stderr(payload)
+                except AgentFault:
+                    raise EnvironmentFailure(
+                        "stderr output limit exceeded during startup"
+                    ) from None
+
+    def _feed_marker(self, payload: bytes) -> None:
+        wanted = len(self._marker) - len(self._marker_seen)
+        head, rest = payload[:wanted], payload[wanted:]
+        self._marker_seen += head
+        if not self._marker.startswith(self._marker_seen):
+            raise EnvironmentFailure("invalid startup prelude: unexpected output before the marker")
+        if len(self._marker_seen) == len(self._marker):
+            self._ready = True
+            if rest:
+                self._reader.feed_stdout(rest)
+
+    def _write(self, data: bytes, deadline: float, case_bound: bool) -> None:
+        view = memoryview(data)
+        while view and self._stdin_open and not self._eof:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else STDIN_WRITE_TIMEOUT)
+            view = view[self._pump(remaining, write=view) :]
+
+    def _read_line(self, deadline: float, case_bound: bool) -> bytes:
+        while True:
+            line = self._reader.take_line()
+            if line is not None:
+                return line
+            if self._eof:
+                code = self._wait_exit_code(time.monotonic() + CLEANUP_TIMEOUT)
+                if code is not None:
+                    self._exit_code = code
+                    if code in LAUNCH_FAILURE_CODES:
+                        raise self._launch_failure(code)
+                raise AgentFault(NO_COMPLETE_RESPONSE)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else RESPONSE_TIMEOUT)
+            self._pump(remaining, write=None)
+
+    def _launch_failure(self, code: int) -> EnvironmentFailure:
+        tail = self._reader.stderr_tail().strip().splitlines()
+        detail = f": {tail[-1][:200]}" if tail else ""
+        return EnvironmentFailure(
+            f"candidate command {self._argv[0]!r} could not be launched in the container "
+            f"(exit code {code}){detail}"
+        )
+
+    def _wait_exit_code(self, deadline: float) -> int | None:
+        """The exec's exit code once Docker reports it stopped; None if still running."""
+        api = self._case.backend.client.api
+        while True:
+            try:
+                state = api.exec_inspect(self._exec_id)
+            except (DockerException, OSError) as error:
+                raise _docker_failure("inspect the candidate process", error) from None
+            if not state.get("Running"):
+                code = state.get("ExitCode")
+                return int(code) if code is not None else None
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(_POLL_INTERVAL)
+
+    def _close_stdin(self) -> None:
+        if self._stdin_open and self._socket is not None:
+            self._stdin_open = False
+            with suppress(OSError):
+                self._socket.shutdown(socket.SHUT_WR)
+
+    def _fail(self, failure: AgentFault | EnvironmentFailure) -> None:
+        kind = "agent" if isinstance(failure, AgentFault) else "environment"
+        self._record("fault", message=failure.message, kind=kind)
+        self._finish(killed=True)
+
+    def _finish(self, killed: bool, reaped: bool = False) -> None:
+        """Make sure the process is gone, then record exit and diagnostics."""
+        if self._ended:
+            return
+        self._ended = True
+        self._stdin_open = False
+        try:
+            if not self._exec_id:
+                return
+            running = self._exit_code is None
+            if killed and running:
+                self._record("kill")
+                if not reaped:
+                    self._case.reap(self._exec_id)
+                self._exit_code = -9
+            else:
+                self._case.needs_reap = True
+            self._collect_leftovers()
+            self._record("exit", code=self._exit_code)
+        finally:
+            if self._socket_owner is not None:
+                with suppress(OSError):
+                    self._socket_owner.close()
+            if self._socket is not None:
+                with suppress(OSError):
+                    self._socket.close()
+            self._socket = None
+        self._record(
+            "stderr",
+            tail=self._reader.stderr_tail(),
+            stdout_bytes=self._reader.stdout_bytes,
+            stderr_bytes=self._reader.stderr_bytes,
+        )
+
+    def _collect_leftovers(self) -> None:
+        """Read what is already in the socket (for the stderr tail); limits no longer matter."""
+        while self._socket is not None and not self._eof:
+            readable, _, _ = select.select([self._socket], [], [], 0)
+            if not readable:
+                return
+            try:
+                self._receive()
+            except (AgentFault, EnvironmentFailure):
+                return
+
+
+class DockerCaseRun:
+    """One case: a fresh state directory, the case deadline and (once needed) its container."""
+
+    def __init__(self, backend: DockerBackend, state_dir: Path, clock: CaseClock) -> None:
+        self.backend = backend
+        self.limits = backend.limits
+        self.state_dir = state_dir
+        self.clock = clock
+        self.case_id = uuid.uuid4().hex
+        self.transcript = Transcript()
+        self.sessions: list[DockerSession] = []
+        self.needs_reap = False
+        """A session ended on its own; its leftovers must be reaped before the next one."""
+        self.containers_made = 0
+        self._container: Any = None
+        self._closed = False
+
+    def start_session(self) -> DockerSession:
+        if self._closed:
+            raise RuntimeError("case is closed")
+        index = len(self.sessions)
+        if time.monotonic() >= self.clock.deadline:
+            self.transcript.add(
+                "fault", index, self.clock.elapsed(), message=CASE_BUDGET_EXHAUSTED, kind="agent"
+            )
+            raise AgentFault(CASE_BUDGET_EXHAUSTED)
+        argv = self.backend.expand()
+        self.transcript.add("start", index, self.clock.elapsed(), argv=argv)
+        session = DockerSession(self, index, argv)
+        self.sessions.append(session)
+        deadline, message = capped_deadline(
+            time.monotonic(),
+            self.limits.startup_timeout,
+            self.clock.deadline,
+            "startup readiness timeout",
+        )
+        try:
+            if self.needs_reap and self._container is not None:
+                self.reap(None)
+            session.start(deadline, message == CASE_BUDGET_EXHAUSTED)
+        except (AgentFault, EnvironmentFailure) as failure:
+            session._fail(failure)
+            raise
+        return session
+
+    @property
+    def container(self) -> Any:
+        """The docker SDK container of this case, or None when none is running."""
+        return self._container
+
+    def container_id(self) -> str:
+        """The running case container, created and started first if there is none."""
+        if self._container is None:
+            self._container = self.backend.create_container(self)
+            self.containers_made += 1
+        container_id: str = self._container.id
+        return container_id
+
+    def reap(self, exec_id: str | None, *empty: str) -> None:
+        """Kill every candidate process in the container and empty /tmp, /dev/shm and ``empty``.
+
+        When ``exec_id`` is given, also wait until Docker reports that exec stopped. If any of
+        this fails, the container is removed instead: its processes die with it.
+        """
+        self.needs_reap = False
+        if self._container is None:
+            return
+        api = self.backend.client.api
+        deadline = time.monotonic() + CLEANUP_TIMEOUT
+        try:
+            reaper = api.exec_create(
+                self._container.id,
+                ["/bin/sh", "-c", _REAPER, "reaper", *empty],
+                user=CANDIDATE_USER,
+                stdout=True,
+                stderr=True,
+            )["Id"]
+            api.exec_start(reaper)
+            while (state := api.exec_inspect(reaper))["Running"]:
+                if time.monotonic() >= deadline:
+                    raise EnvironmentFailure("the reaper did not finish")
+                time.sleep(_POLL_INTERVAL)
+            reaped = state.get("ExitCode") == 0
+            while reaped and exec_id is not None and api.exec_inspect(exec_id)["Running"]:
+                if time.monotonic() >= deadline:
+                    reaped = False
+                time.sleep(_POLL_INTERVAL)
+        except (DockerException, OSError, EnvironmentFailure):
+            reaped = False
+        if not reaped:
+            self.remove_container()
+
+    def remove_container(self) -> None:
+        """Force-remove the case container (Docker kills its processes first)."""
+        container, self._container = self._container, None
+        if container is None:
+            return
+        try:
+            container.remove(force=True)
+        except NotFound:
+            return
+        except (DockerException, OSError) as error:
+            raise _docker_failure(f"remove container {container.name}", error) from None
+
+    def close(self) -> None:
+        """Kill every session, empty the state directory, remove the container and the folder."""
+        if self._closed:
+            return
+        self._closed = True
+        problems: list[str] = []
+        try:
+            # One reaper for everything: candidate processes die, and /state is emptied by the
+            # uid that wrote it (a non-root host user may not be allowed to delete those files).
+            self.reap(None, "/state")
+        except EnvironmentFailure as error:
+            problems.append(error.message)
+        for session in self.sessions:
+            session.abandon()
+        try:
+            self.remove_container()
+        except EnvironmentFailure as error:
+            problems.append(error.message)
+        try:
+            self._remove_state_dir()
+        except EnvironmentFailure as error:
+            problems.append(error.message)
+        if problems:
+            raise EnvironmentFailure("cleanup failed: " + "; ".join(problems))
+
+    def _remove_state_dir(self) -> None:
+        try:
+            shutil.rmtree(self.state_dir)
+            return
+        except FileNotFoundError:
+            return
+        except PermissionError:
+            pass
+        except OSError as error:
+            raise EnvironmentFailure(
+                f"could not remove state directory {self.state_dir}: {error.strerror}"
+            ) from None
+        # The reaper did not get to empty it: do so in a fresh container, as the candidate's uid.
+        self.container_id()
+        try:
+            self.reap(None, "/state")
+        finally:
+            self.remove_container()
+        try:
+            shutil.rmtree(self.state_dir)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            raise EnvironmentFailure(
+                f"could not remove state directory {self.state_dir}: {error.strerror}"
+            ) from None
+
+
+class DockerBackend:
+    """Runs the snapshot's command in containers of one locally available image."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        snapshot_dir: Path,
+        command: list[str],
+        limits: Limits,
+        work_root: Path,
+        image: str = DEFAULT_IMAGE,
+    ) -> None:
+        if not command:
+            raise ValueError("the candidate command template is empty")
+        self.snapshot_dir = snapshot_dir.resolve()
+        self.command = list(command)
+        self.limits = limits
+        self.work_root = work_root.resolve()
+        self.image = image
+        self.backend_id = uuid.uuid4().hex
+        """Labels every container of this backend (:data:`BACKEND_LABEL`)."""
+        self._cases = 0
+        try:
+            self.client: Any = docker.from_env(timeout=int(CLEANUP_TIMEOUT))
+            self.client.ping()
+        except (DockerException, OSError) as error:
+            raise EnvironmentFailure(
+                f"cannot reach the Docker engine ({error}); start it (as root: bash "
+                f"scripts/docker_setup.sh) or point DOCKER_HOST at a running engine"
+            ) from None
+        self.image_id = self._resolve_image()
+
+    def _resolve_image(self) -> str:
+        try:
+            image_id: str = self.client.images.get(self.image).id
+        except ImageNotFound:
+            raise EnvironmentFailure(
+                f"Docker image {self.image!r} is not available locally; EvalArc never pulls: "
+                f"build it (bash scripts/build_images.sh makes evalarc-python:local and "
+                f"evalarc-node:local) or pull it yourself (docker pull {self.image})"
+            ) from None
+        except (DockerException, OSError) as error:
+            raise _docker_failure(f"inspect image {self.image!r}", error) from None
+        if not image_id.startswith("sha256:"):
+            raise EnvironmentFailure(f"Docker image {self.image!r} has no sha256 id: {image_id}")
+        return image_id
+
+    def runtime(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "image": self.image,
+            "image_id": self.image_id,
+            "command": list(self.command),
+            **self.limits.to_json(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        }
+
+    def expand(self) -> list[str]:
+        return expand_command(self.command, "python3", "/candidate", "/state")
+
+    def create_container(self, case: DockerCaseRun) -> Any:
+        """Create and start an idle case container with every sandbox limit."""
+        try:
+            return self.client.containers.run(
+                self.image_id,
+                ["sleep", "infinity"],
+                name=f"evalarc-{case.case_id}-{case.containers_made}",
+                detach=True,
+                init=True,
+                user=IDLE_USER,
+                labels={CASE_LABEL: case.case_id, BACKEND_LABEL: self.backend_id},
+                network_disabled=True,
+                network_mode="none",
+                read_only=True,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                nano_cpus=NANO_CPUS,
+                mem_limit=MEMORY_LIMIT_BYTES,
+                memswap_limit=MEMORY_LIMIT_BYTES,
+                pids_limit=PIDS_LIMIT,
+                tmpfs={"/tmp": TMPFS_OPTIONS},
+                volumes={
+                    str(self.snapshot_dir): {"bind": "/candidate", "mode": "ro"},
+                    str(case.state_dir): {"bind": "/state", "mode": "rw"},
+                },
+                working_dir="/candidate",
+                stdin_open=False,
+                tty=False,
+            )
+        except (DockerException, OSError) as error:
+            raise _docker_failure("start the case container", error) from None
+
+    @contextmanager
+    def open_case(self, label: str) -> Iterator[DockerCaseRun]:
+        opened = time.monotonic()
+        clock = CaseClock(opened=opened, deadline=opened + self.limits.case_timeout)
+        self._cases += 1
+        try:
+            self.work_root.mkdir(parents=True, exist_ok=True)
+            state_dir = Path(
+                tempfile.mkdtemp(
+                    prefix=f"state-{self._cases}-{_folder_name(label)}-",
+                    dir=self.work_root,
+                )
+            )
+            state_dir.chmod(0o777)
+        except OSError as error:
+            raise EnvironmentFailure(
+                f"could not create a state directory under {self.work_root}: {error.strerror}"
+            ) from None
+        run = DockerCaseRun(self, state_dir, clock)
+        try:
+            yield run
+        finally:
+            run.close()
+
+
+def _folder_name(label: str) -> str:
+    """A label such as ``17/read-write-delete`` made safe and short for a folder name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.")[:60] or "case"
