@@ -119,6 +119,14 @@ def test_load_split_limits(tmp_path: Path) -> None:
         load_split(big)
     with pytest.raises(InputError, match="does not exist"):
         load_split(tmp_path / "missing.json")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError, match=r"deep\.json is not valid JSON"):
+        load_split(deep)
+    not_utf8 = tmp_path / "latin.json"
+    not_utf8.write_bytes(b'{"held_out": ["caf\xe9"]}')
+    with pytest.raises(InputError, match=r"latin\.json is not valid JSON"):
+        load_split(not_utf8)
 
 
 # -- partition --------------------------------------------------------------------------------

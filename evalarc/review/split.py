@@ -86,6 +86,8 @@ def load_split(path: Path) -> CaseSplit:
         document = strict_loads(data)
     except ValueError as error:
         raise InputError(f"{name} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise InputError(f"{name} is not valid JSON: nested too deeply") from None
     return parse_split(document, Source(name=name, sha256=sha256_bytes(data)))
 
 
