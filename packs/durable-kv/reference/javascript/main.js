@@ -24,7 +24,7 @@ const ATOMIC_BATCH = true; // partial-batch when false: apply children until the
 const ENFORCE_CAS = true; // cas-always-wins when false: every compare-and-swap writes
 const TYPE_SENSITIVE = true; // boolean-equals-one when false: compare with loose equality
 const DELETE_ENABLED = true; // delete-noop when false: deletes are acknowledged and ignored
-const VALIDATE_KEYS = true; // accept-nonstring-keys when false: scalar keys are used as text
+const VALIDATE_KEYS = true; // accept-nonstring-keys when false: scalar keys (5, true, null) are used
 const COMMIT_BEFORE_ACK = true; // commit-on-exit when false: state is written once at end of input
 
 const OK = '{"ok":true}';

@@ -21,7 +21,7 @@ ATOMIC_BATCH = True  # partial-batch when False: apply children until the first 
 ENFORCE_CAS = True  # cas-always-wins when False: every compare-and-swap writes
 TYPE_SENSITIVE = True  # boolean-equals-one when False: compare with Python's loose ==
 DELETE_ENABLED = True  # delete-noop when False: deletes are acknowledged and ignored
-VALIDATE_KEYS = True  # accept-nonstring-keys when False: any key SQLite can bind is used
+VALIDATE_KEYS = True  # accept-nonstring-keys when False: scalar keys (5, true, null) are used
 COMMIT_BEFORE_ACK = True  # commit-on-exit when False: one commit at clean end of input
 
 INVALID = {"ok": False, "error": "invalid_request"}
@@ -70,16 +70,19 @@ class Store:
         if COMMIT_BEFORE_ACK:
             self.db.execute("COMMIT")
 
+    # Keys are stored as their escaped JSON text: every string, even one holding a lone
+    # surrogate, then has an exact, bindable form.
     def read(self, key):
-        row = self.db.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
+        row = self.db.execute("SELECT value FROM kv WHERE key = ?", (encode(key),)).fetchone()
         return None if row is None else row[0]
 
     def write(self, key, value):
-        self.db.execute("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (key, encode(value)))
+        self.db.execute("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)",
+                        (encode(key), encode(value)))
 
     def remove(self, key):
         if DELETE_ENABLED:
-            self.db.execute("DELETE FROM kv WHERE key = ?", (key,))
+            self.db.execute("DELETE FROM kv WHERE key = ?", (encode(key),))
 
     def close(self):
         if self.db.in_transaction:
@@ -89,9 +92,11 @@ class Store:
 
 def key_of(request):
     key = request.get("key")
-    if VALIDATE_KEYS and not isinstance(key, str):
-        raise InvalidRequest()
-    return key
+    if isinstance(key, str):
+        return key
+    if not VALIDATE_KEYS and not isinstance(key, (list, dict)):
+        return encode(key)
+    raise InvalidRequest()
 
 
 def check_batch_element(element):
