@@ -99,8 +99,18 @@ def test_reference_reproduces_the_recorded_transcripts(tmp_path: Path, language:
     assert all(r.sha256 == r.transcript.sha256() for r in run.recordings)
 
 
-def test_evaluation_report_shape(tmp_path: Path) -> None:
-    report = _evaluate(_workspace(tmp_path, "python"), tmp_path).report
+def test_evaluation_report_shape_and_events(tmp_path: Path) -> None:
+    snapshot, backend = _backend(_workspace(tmp_path, "python"), tmp_path)
+    events: list[dict[str, Any]] = []
+    report = evaluate(PACK, snapshot, backend, [17], PACK.limits, on_event=events.append).report
+    names = [event["event"] for event in events]
+    assert names == ["evaluation_started"] + ["case_started", "case_completed"] * 15 + [
+        "evaluation_completed"]
+    assert events[0]["candidate_sha256"] == report["candidate_sha256"] == snapshot.sha256
+    assert [e["case_number"] for e in events if e["event"] == "case_started"] == list(
+        range(1, 16))
+    assert events[-1] == {"event": "evaluation_completed", "task": "durable-kv", "score": 1.0,
+                          "status": "passed", "valid": True}
     assert list(report) == [
         "schema_version", "created_at", "evalarc_version", "task", "candidate_sha256",
         "grader_sha256", "cases_sha256", "runtime", "seeds", "valid", "status", "score",
