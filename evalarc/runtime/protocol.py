@@ -117,6 +117,16 @@ class Session(Protocol):
         """The last ``Limits.stderr_tail_bytes`` of stderr, for diagnostics."""
         ...
 
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code once the process was reaped (negative signal number when killed)."""
+        ...
+
+    @property
+    def output_bytes(self) -> int:
+        """stdout + stderr bytes this session has written so far."""
+        ...
+
 
 class CaseRun(Protocol):
     """A fresh state directory and case deadline; sessions of one case share both."""
