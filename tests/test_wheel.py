@@ -1,0 +1,80 @@
+"""The wheel carries packs, templates, assets and recordings, and renders a report when installed
+outside the checkout (the bundled folders are found the same way from a wheel)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_installed_wheel_renders_a_report(tmp_path: Path, corpus: Path) -> None:
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dist),
+            str(ROOT),
+        ],
+        check=True,
+    )
+    (wheel,) = dist.glob("evalarc-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "evalarc/_bundled/site_templates/diff.html.j2" in names
+    assert "evalarc/_bundled/assets/evalarc.css" in names
+
+    target = tmp_path / "site-packages"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+    )
+    # The dependencies come from this interpreter's environment; evalarc itself only from the
+    # wheel: the working directory and PYTHONPATH keep the checkout out of sys.path.
+    env = {**os.environ, "PYTHONPATH": str(target), "PYTHONSAFEPATH": "1"}
+    out = tmp_path / "report"
+    script = (
+        "import sys, evalarc; from evalarc.cli import main; "
+        "assert 'site-packages' in evalarc.__file__, evalarc.__file__; "
+        "sys.argv[0] = 'evalarc'; main()"
+    )
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            script,
+            "diff",
+            str(corpus / "junit/pytest_basic.baseline.xml"),
+            str(corpus / "junit/pytest_basic.current.xml"),
+            "--output",
+            str(out),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert completed.returncode == 1, completed.stderr
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "Content-Security-Policy" in page
+    assert "test_sub_negative" in page
