@@ -190,5 +190,191 @@ def verify(evidence: Path, as_json: bool, require_accepted: bool) -> None:
     sys.exit(int(ExitCode.ACCEPTED))
 
 
+# -- task packs: tasks, init, evaluate -------------------------------------------------------
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the packs as JSON.")
+def tasks(as_json: bool) -> None:
+    """List the bundled task packs (exit 2 if a pack folder cannot be loaded)."""
+    from evalarc.evaluate_command import task_lines, task_summaries
+
+    summaries, problems = task_summaries()
+    if as_json:
+        click.echo(json.dumps(summaries, indent=2, ensure_ascii=False))
+    else:
+        for line in task_lines(summaries):
+            click.echo(line)
+    for problem in problems:
+        click.echo(f"evalarc: {problem}", err=True)
+    if problems:
+        sys.exit(int(ExitCode.INVALID))
+
+
+@main.command()
+@click.argument("dest", type=click.Path(path_type=Path))
+@click.option("--task", default="durable-kv", show_default=True, help="Task pack id.")
+@click.option("--reference", is_flag=True, help="Write the known-good reference, not the starter.")
+@click.option(
+    "--language",
+    type=click.Choice(["python", "javascript"]),
+    default="python",
+    show_default=True,
+)
+def init(dest: Path, task: str, reference: bool, language: str) -> None:
+    """Create a new candidate workspace DEST with the task contract."""
+    from evalarc.evaluate_command import run_init
+
+    result = run_init(dest, task=task, language=language, reference=reference)
+    click.echo(f"Created {result.dest}")
+    if result.hint:
+        click.echo(result.hint)
+
+
+class _SeedsCommand(click.Command):
+    """Lets ``--seeds 17 41 97`` take every integer that follows it, like ``nargs='+'``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _join_seeds(args))
+
+
+def _join_seeds(args: list[str]) -> list[str]:
+    joined: list[str] = []
+    index = 0
+    while index < len(args):
+        joined.append(args[index])
+        if args[index] == "--":
+            joined.extend(args[index + 1 :])
+            break
+        if args[index] == "--seeds" and index + 1 < len(args):
+            values = [args[index + 1]]
+            index += 2
+            while index < len(args) and _is_integer(args[index]):
+                values.append(args[index])
+                index += 1
+            joined.append(" ".join(values))
+            continue
+        index += 1
+    return joined
+
+
+def _is_integer(text: str) -> bool:
+    digits = text[1:] if text.startswith("-") else text
+    return digits.isascii() and digits.isdigit()
+
+
+def _parse_seeds(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[int, ...] | None:
+    del ctx, param
+    if value is None:
+        return None
+    texts = value.replace(",", " ").split()
+    if not texts or not all(_is_integer(text) for text in texts):
+        raise click.BadParameter(f"{value!r} is not a list of integers")
+    return tuple(int(text) for text in texts)
+
+
+@main.command(cls=_SeedsCommand)
+@click.argument("candidate", type=click.Path(path_type=Path))
+@click.option("--task", default="durable-kv", show_default=True, help="Task pack id.")
+@click.option(
+    "--backend",
+    type=click.Choice(["docker", "local"]),
+    default="docker",
+    show_default=True,
+    help="Where the candidate runs; local needs --trust-local.",
+)
+@click.option("--trust-local", is_flag=True, help="Allow --backend local (runs host code).")
+@click.option(
+    "--image",
+    default="python:3.12-slim",
+    show_default=True,
+    help="Docker image (local only, never pulled); JavaScript needs a Node image.",
+)
+@click.option(
+    "--seeds",
+    callback=_parse_seeds,
+    metavar="SEED...",
+    help="One or more distinct integer seeds [default: the pack's, 17 41 97].",
+)
+@click.option(
+    "--timeout", type=float, default=10.0, show_default=True, help="Seconds per response."
+)
+@click.option(
+    "--case-timeout", type=float, default=60.0, show_default=True, help="Seconds per case."
+)
+@click.option(
+    "--startup-timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds for Docker readiness.",
+)
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("runs") / "evaluate",
+    show_default=True,
+    help="A NEW report folder, outside the candidate folder.",
+)
+@click.option("--progress", is_flag=True, help="Stream evalarc.event.v1 JSON lines to stderr.")
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+def evaluate(
+    candidate: Path,
+    task: str,
+    backend: str,
+    trust_local: bool,
+    image: str,
+    seeds: tuple[int, ...] | None,
+    timeout: float,
+    case_timeout: float,
+    startup_timeout: float,
+    output: Path,
+    progress: bool,
+    quiet: bool,
+) -> None:
+    """Run CANDIDATE against a task pack; exit 0 resolved, 1 not resolved, 2 invalid."""
+    from evalarc.evaluate_command import (
+        EvaluateOptions,
+        event_line,
+        progress_line,
+        run_evaluate,
+    )
+
+    options = EvaluateOptions(
+        task=task,
+        backend=backend,
+        trust_local=trust_local,
+        image=image,
+        seeds=seeds,
+        timeout=timeout,
+        case_timeout=case_timeout,
+        startup_timeout=startup_timeout,
+    )
+
+    def show(event: dict[str, Any]) -> None:
+        if progress:
+            click.echo(event_line(event), err=True)
+        elif not quiet:
+            line = progress_line(event)
+            if line is not None:
+                click.echo(line, err=True)
+
+    try:
+        result = run_evaluate(candidate, output, options, on_event=show)
+    except KeyboardInterrupt:
+        if progress:
+            click.echo(event_line({"event": "run_cancelled"}), err=True)
+        raise
+    except EvalArcError as error:
+        if progress:
+            click.echo(event_line({"event": "run_error", "message": error.message}), err=True)
+        raise
+    click.echo(result.summary_line())
+    click.echo(str(result.output))
+    sys.exit(int(result.exit_code))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,194 @@
+"""The evaluation report page: a typed page model built from evaluation.json, then rendered.
+
+The model makes every decision (banner wording, tones, number formats, which cases are shown);
+the template only lays it out. Everything candidate-controlled (mismatch messages, stderr tails)
+reaches the page as plain text and is escaped by the shared autoescaping environment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evalarc.site.render import render_page
+
+MAX_CASE_ROWS = 2000
+"""Case rows rendered; the rest stay in evaluation.json."""
+RECORDINGS_DIR = "recordings"
+
+
+@dataclass(frozen=True)
+class Card:
+    value: str
+    label: str
+    alert: bool = False
+
+
+@dataclass(frozen=True)
+class DimensionRow:
+    name: str
+    score: str
+    passed: str
+    """``passed/assessed`` plus the unassessed count when some runs were unassessed."""
+    weight: str
+    tone: str
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    anchor: str
+    case_id: str
+    seed: int
+    dimension: str
+    status: str
+    tone: str
+    failed_checks: str
+    checks_completed: int
+    seconds: str
+    first_problem: str
+    """The case's error: the first mismatch (expected and got) or the fault; empty if passed."""
+    recording: str | None
+    """Relative link to the case's transcript, when one was recorded."""
+    record_json: str
+
+
+@dataclass(frozen=True)
+class Fact:
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
+class EvaluationPage:
+    tone: str
+    banner: str
+    detail: str
+    next_step: str
+    line: str
+    cards: list[Card]
+    dimensions: list[DimensionRow]
+    cases: list[CaseRow]
+    hidden_cases: int
+    reproduction: list[Fact]
+    runtime_json: str
+
+
+def _score(value: float | None) -> str:
+    return "unavailable" if value is None else f"{value:.4f}"
+
+
+def _banner(report: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    cases = report["cases"]
+    if not report["valid"]:
+        unassessed = sum(1 for case in cases if case["status"] == "environment_error")
+        return (
+            "bad",
+            "Unassessed: the environment failed",
+            f"{unassessed} of {len(cases)} case(s) could not be run; the score is withheld.",
+            "Fix the environment (Docker engine, image, command) and run again.",
+        )
+    failed = sum(1 for case in cases if case["status"] != "passed")
+    if report["resolved"]:
+        return (
+            "ok",
+            "Resolved: every case passed",
+            f"{len(cases)} of {len(cases)} cases passed.",
+            "",
+        )
+    return (
+        "bad",
+        f"Not resolved: {failed} of {len(cases)} case(s) failed",
+        "A partial score is not acceptance: resolution needs every case to pass.",
+        "Read the failing cases below: each shows its first mismatch or fault.",
+    )
+
+
+def _dimension_rows(report: Mapping[str, Any]) -> list[DimensionRow]:
+    rows: list[DimensionRow] = []
+    for name, group in report["dimensions"].items():
+        passed = f"{group['passed']}/{group['assessed']}"
+        unassessed = group["total"] - group["assessed"]
+        if unassessed:
+            passed += f" ({unassessed} unassessed)"
+        score = group["score"]
+        tone = "ok" if score == 1 else "bad"
+        rows.append(
+            DimensionRow(name, _score(score), passed, f"{100 * float(group['weight']):g}%", tone)
+        )
+    return rows
+
+
+def _case_rows(cases: list[Mapping[str, Any]]) -> list[CaseRow]:
+    rows: list[CaseRow] = []
+    for number, case in enumerate(cases[:MAX_CASE_ROWS], start=1):
+        checks: Mapping[str, Any] = case["checks"]
+        failed = ", ".join(name for name, value in checks.items() if value is False)
+        unassessed = ", ".join(name for name, value in checks.items() if value is None)
+        recording = case.get("recording_sha256")
+        rows.append(
+            CaseRow(
+                anchor=f"case-{number}",
+                case_id=str(case["case_id"]),
+                seed=int(case["seed"]),
+                dimension=str(case.get("dimension", "")),
+                status=str(case["status"]).replace("_", " "),
+                tone="ok" if case["status"] == "passed" else "bad",
+                failed_checks=failed or (f"unassessed: {unassessed}" if unassessed else "—"),
+                checks_completed=int(case.get("checks_completed", 0)),
+                seconds=f"{float(case['duration_seconds']):.3f}",
+                first_problem=str(case["error"] or ""),
+                recording=f"{RECORDINGS_DIR}/{recording}.jsonl"
+                if isinstance(recording, str)
+                else None,
+                record_json=json.dumps(case, indent=2, ensure_ascii=False),
+            )
+        )
+    return rows
+
+
+def build_evaluation_page(report: Mapping[str, Any]) -> EvaluationPage:
+    """The page model of an ``evalarc.evaluation.v2`` report."""
+    cases: list[Mapping[str, Any]] = list(report["cases"])
+    tone, banner, detail, next_step = _banner(report)
+    task = report["task"]
+    runtime = report["runtime"]
+    passed = sum(1 for case in cases if case["status"] == "passed")
+    backend = str(runtime["backend"])
+    if runtime.get("image"):
+        backend += f" · {runtime['image']}"
+    cards = [
+        Card(_score(report["score"]), "weighted score", alert=not report["resolved"]),
+        Card(f"{passed}/{len(cases)}", "cases passed", alert=passed != len(cases)),
+        Card(backend, "execution backend"),
+        Card(f"{float(report['evaluation_seconds']):.1f} s", "host seconds"),
+    ]
+    reproduction = [
+        Fact("candidate_sha256", str(report["candidate_sha256"])),
+        Fact("grader_sha256", str(report["grader_sha256"])),
+        Fact("cases_sha256", str(report["cases_sha256"])),
+        Fact("seeds", " ".join(str(seed) for seed in report["seeds"])),
+        Fact("created_at", str(report["created_at"])),
+        Fact("evalarc_version", str(report["evalarc_version"])),
+    ]
+    return EvaluationPage(
+        tone=tone,
+        banner=banner,
+        detail=detail,
+        next_step=next_step,
+        line=f"{task['id']} · {task['domain']} · v{task['version']} · {report['status']}",
+        cards=cards,
+        dimensions=_dimension_rows(report),
+        cases=_case_rows(cases),
+        hidden_cases=max(0, len(cases) - MAX_CASE_ROWS),
+        reproduction=reproduction,
+        runtime_json=json.dumps(runtime, indent=2, ensure_ascii=False),
+    )
+
+
+def render_evaluation_page(report: Mapping[str, Any]) -> str:
+    page = build_evaluation_page(report)
+    return render_page(
+        "evaluation.html.j2", title=f"Evaluation · {report['task']['id']}", page=page
+    )
