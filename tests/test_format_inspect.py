@@ -20,6 +20,7 @@ import zstandard
 
 from evalarc.canonical import sha256_file, sha256_text
 from evalarc.errors import InputError
+from evalarc.formats import inspect as inspect_reader
 from evalarc.formats.archive import SafeArchive, unsafe_member_name
 from evalarc.formats.inspect import passed_of, read_inspect
 from evalarc.formats.load import load_results
@@ -725,3 +726,50 @@ def test_corpus_meta_survives_a_round_trip_of_fields(corpus: Path) -> None:
             assert isinstance(meta, SampleMeta)
             assert all(math.isfinite(v) and v >= 0 for v in meta.usage.values())
             assert meta.output_text is None or len(meta.output_text) <= 20_000
+
+
+def test_numbers_beyond_float_range_are_ignored_not_fatal(tmp_path: Path) -> None:
+    huge = "1" + "0" * 400
+    results = {"scores": [{"name": "match", "metrics": {"accuracy": {"value": 0}}}]}
+    record = sample("a", model_usage={"m": {"total_tokens": 0, "input_tokens": 5}})
+    record["model_usage"]["judge"] = {"input_tokens": 7, "output_tokens": -3}
+    path = write_json_log(tmp_path / "huge.json", [record], results=results)
+    text = path.read_text().replace('"total_tokens": 0', f'"total_tokens": {huge}')
+    text = text.replace('"value": 0}', f'"value": {huge}}}')
+    path.write_text(text)
+    run = read(path)
+    assert run.headline is not None and run.headline.value is None
+    # every model is summed (graders too); negative and unrepresentable figures are dropped
+    assert run.samples["a"][0].usage == {"input_tokens": 12}
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 4096])
+def test_json_window_gives_the_same_run_at_any_chunk_size(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """The JSON log is read through a sliding window; cutting it anywhere changes nothing."""
+    paths = [
+        corpus / "inspect/realworld/log_read_sample.json",
+        corpus / "inspect/keywords.current.json",
+    ]
+    numbers = write_json_log(
+        tmp_path / "numbers.json",
+        [sample(n, value=v) for n, v in enumerate([1.5e10, -2.25e-3, 10, 1e300, 0.999999, 3])],
+        version=1.25e300,  # a top-level number the window can cut as "1.25e" | "+300"
+    )
+    assert '"version": 1.25e+300' in numbers.read_text()
+    expected = [read(path) for path in [*paths, numbers]]
+    monkeypatch.setattr(inspect_reader, "_TEXT_CHUNK", chunk)
+    assert [read(path) for path in [*paths, numbers]] == expected
+    assert [a.value for c in expected[-1].cases.values() for a in c["match"]] == [
+        1.5e10,
+        -2.25e-3,
+        10,
+        1e300,
+        0.999999,
+        3,
+    ]
+    broken = _write(tmp_path / "broken.json", numbers.read_text()[:-40])
+    expect_input_error(broken, partial(read, broken), "is not JSON")
+    ending = _write(tmp_path / "ending.json", numbers.read_text() + " 12")
+    expect_input_error(ending, partial(read, ending), "extra data")

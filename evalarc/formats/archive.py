@@ -8,13 +8,14 @@ Every problem is an :class:`~evalarc.errors.InputError` naming the archive's bas
 
 from __future__ import annotations
 
+import re
 import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from evalarc.errors import InputError
 
@@ -49,14 +50,14 @@ def show_name(text: str, limit: int = 80) -> str:
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
+_UNSAFE_NAME = re.compile(r"^$|^/|^[A-Za-z]:|[\\\x00-\x1f]|(^|/)\.\.(/|$)")
+
+
 def unsafe_member_name(name: str) -> bool:
-    """True when ``name`` could escape an extraction folder or hide its real name: absolute,
-    drive-qualified, containing ``..``, a backslash, a NUL or another control character."""
-    if not name or "\\" in name or any(ord(char) < 32 for char in name):
-        return True
-    if name.startswith("/") or (len(name) >= 2 and name[0].isalpha() and name[1] == ":"):
-        return True
-    return ".." in name.split("/")
+    """True when ``name`` could escape an extraction folder or hide its real name: empty,
+    absolute, drive-qualified, containing a ``..`` step, a backslash, a NUL or another control
+    character."""
+    return _UNSAFE_NAME.search(name) is not None
 
 
 class SafeArchive:
@@ -78,6 +79,7 @@ class SafeArchive:
         self.member_cap = member_cap
         self.total_cap = total_cap
         self.total_read = 0
+        self._zstd: Any = None
         self._handle: BinaryIO = path.open("rb")
         try:
             self._size = self._handle.seek(0, 2)
@@ -264,7 +266,9 @@ class SafeArchive:
                 f"{self.name} uses Zstandard compression but the zstandard package is missing; "
                 "install it or run `inspect log dump LOG.eval > LOG.json`"
             ) from None
-        decompressor = zstandard.ZstdDecompressor(max_window_size=1 << 27)
+        if self._zstd is None:
+            self._zstd = zstandard.ZstdDecompressor(max_window_size=1 << 27)
+        decompressor: zstandard.ZstdDecompressor = self._zstd
         try:
             with decompressor.stream_reader(data, read_across_frames=True) as reader:
                 while piece := reader.read(_CHUNK):

@@ -13,12 +13,13 @@ unassessed; an errored sample without scores is one unassessed ``sample error`` 
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from evalarc.canonical import sha256_text
 from evalarc.errors import InputError
@@ -116,6 +117,77 @@ def _parse_member(archive: SafeArchive, member: str) -> object:
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+_TEXT_CHUNK = 4 * 1024 * 1024
+"""Bytes read from a JSON log at a time; a value larger than this makes the window grow."""
+_NUMBER_TAIL = 2
+"""Characters a cut number can leave unparsed: the ``.``, ``e`` or ``e+`` of ``1.``/``1e+5``."""
+
+
+class _JsonSyntaxError(ValueError):
+    """A JSON log is malformed at ``offset`` (characters from the start of the file)."""
+
+    def __init__(self, what: str, offset: int) -> None:
+        super().__init__(f"{what} at character {offset}")
+
+
+class _TextWindow:
+    """A sliding window of decoded text over a JSON file: values are parsed from it with the C
+    decoder, and text already consumed is dropped, so memory follows the largest single value
+    (one sample) rather than the file."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self._handle = handle
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        self.text = ""
+        self.position = 0
+        self._dropped = 0
+        self.at_end = False
+
+    def offset(self) -> int:
+        return self._dropped + self.position
+
+    def _grow(self, at_least: int = 0) -> None:
+        data = self._handle.read(max(_TEXT_CHUNK, at_least))
+        decoded = self._decoder.decode(data, final=not data)
+        if not data:
+            self.at_end = True
+        if self.position > len(self.text) // 2:
+            self._dropped += self.position
+            self.text = self.text[self.position :]
+            self.position = 0
+        self.text += decoded
+
+    def peek(self) -> str:
+        """The next non-space character ('' at the end of the file), leaving it unconsumed."""
+        while True:
+            match = _SPACE.match(self.text, self.position)
+            self.position = match.end() if match else self.position
+            if self.position < len(self.text) or self.at_end:
+                return self.text[self.position : self.position + 1]
+            self._grow()
+
+    def expect(self, char: str) -> None:
+        if self.peek() != char:
+            raise _JsonSyntaxError(f"expected {char!r}", self.offset())
+        self.position += 1
+
+    def value(self) -> Any:
+        """Parse the next JSON value, reading more of the file while it is incomplete."""
+        self.peek()
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.text, self.position)
+            except json.JSONDecodeError as error:
+                if self.at_end:
+                    raise _JsonSyntaxError(error.msg, self._dropped + error.pos) from None
+                self._grow(len(self.text) - self.position)
+                continue
+            # "1.5e" | "10": a number cut by the window parses as a shorter number followed by
+            # up to two stray characters, so a value ending that close to the edge is re-read.
+            if end + _NUMBER_TAIL < len(self.text) or self.at_end:
+                self.position = end
+                return value
+            self._grow()
 
 
 def _read_json_log(path: Path, on_sample: Callable[[object], None]) -> JSONObject:
@@ -127,50 +199,49 @@ def _read_json_log(path: Path, on_sample: Callable[[object], None]) -> JSONObjec
     """
     name = path.name
     try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(f"{name} is not JSON: {error}") from None
-    try:
-        return _walk_log_object(text, name, on_sample)
-    except (ValueError, RecursionError) as error:
+        with path.open("rb") as handle:
+            return _walk_log_object(_TextWindow(handle), name, on_sample)
+    except (ValueError, RecursionError) as error:  # includes UnicodeDecodeError
         raise InputError(f"{name} is not JSON: {error}") from None
 
 
-def _walk_log_object(text: str, name: str, on_sample: Callable[[object], None]) -> JSONObject:
-    position = _skip_space(text, 0 if not text.startswith("\ufeff") else 1)
-    if not text.startswith("{", position):
-        _DECODER.decode(text)  # raises "not JSON" for anything that is not a JSON value
+def _walk_log_object(
+    window: _TextWindow, name: str, on_sample: Callable[[object], None]
+) -> JSONObject:
+    if window.peek() != "{":
+        window.value()  # raises "not JSON" for anything that is not a JSON value
+        if window.peek():
+            raise _JsonSyntaxError("extra data", window.offset())
         raise InputError(f"{name}: Inspect log must be a JSON object")
+    window.position += 1
     header: JSONObject = {}
     seen: set[str] = set()
     sample_count = -1
-    position = _skip_space(text, position + 1)
-    if text.startswith("}", position):
-        position += 1
+    if window.peek() == "}":
+        window.position += 1
     else:
         while True:
-            if not text.startswith('"', position):
-                raise _syntax_error("expected a property name", text, position)
-            key, position = _DECODER.raw_decode(text, position)
+            if window.peek() != '"':
+                raise _JsonSyntaxError("expected a property name", window.offset())
+            key = window.value()
             if key in seen:
                 raise InputError(f"{name} is not JSON: duplicate key {show_name(key)}")
             seen.add(key)
-            position = _expect(text, position, ":")
-            if key == "samples" and text.startswith("[", position):
-                sample_count, position = _walk_samples(text, position, on_sample)
+            window.expect(":")
+            if key == "samples" and window.peek() == "[":
+                sample_count = _walk_samples(window, on_sample)
             else:
-                value, position = _DECODER.raw_decode(text, position)
+                value = window.value()
                 if key in _HEADER_KEYS:
                     header[key] = value
                 del value
-            position = _skip_space(text, position)
-            if text.startswith(",", position):
-                position = _skip_space(text, position + 1)
+            if window.peek() == ",":
+                window.position += 1
                 continue
-            position = _expect(text, position, "}")
+            window.expect("}")
             break
-    if _skip_space(text, position) != len(text):
-        raise _syntax_error("extra data after the log object", text, position)
+    if window.peek():
+        raise _JsonSyntaxError("extra data after the log object", window.offset())
     if sample_count < 0 or not isinstance(header.get("eval"), dict):
         raise InputError(f"{name} {_NOT_INSPECT}")
     if sample_count == 0:
@@ -178,39 +249,21 @@ def _walk_log_object(text: str, name: str, on_sample: Callable[[object], None]) 
     return header
 
 
-def _walk_samples(text: str, position: int, on_sample: Callable[[object], None]) -> tuple[int, int]:
-    """Parse the samples array starting at ``position`` (its ``[``) one element at a time."""
+def _walk_samples(window: _TextWindow, on_sample: Callable[[object], None]) -> int:
+    """Parse the samples array (the window is at its ``[``) one element at a time."""
+    window.position += 1
+    if window.peek() == "]":
+        window.position += 1
+        return 0
     count = 0
-    position = _skip_space(text, position + 1)
-    if text.startswith("]", position):
-        return 0, position + 1
     while True:
-        sample, position = _DECODER.raw_decode(text, position)
-        on_sample(sample)
-        del sample
+        on_sample(window.value())
         count += 1
-        position = _skip_space(text, position)
-        if text.startswith(",", position):
-            position = _skip_space(text, position + 1)
+        if window.peek() == ",":
+            window.position += 1
             continue
-        return count, _expect(text, position, "]")
-
-
-def _skip_space(text: str, position: int) -> int:
-    match = _SPACE.match(text, position)
-    return match.end() if match else position
-
-
-def _expect(text: str, position: int, char: str) -> int:
-    """Skip spaces, require ``char``, and return the position after it and further spaces."""
-    position = _skip_space(text, position)
-    if not text.startswith(char, position):
-        raise _syntax_error(f"expected {char!r}", text, position)
-    return _skip_space(text, position + 1)
-
-
-def _syntax_error(what: str, text: str, position: int) -> json.JSONDecodeError:
-    return json.JSONDecodeError(what, text, position)
+        window.expect("]")
+        return count
 
 
 # -- the run builder ----------------------------------------------------------------------------
@@ -365,12 +418,24 @@ def _finite_or_none(value: object) -> object:
     return value
 
 
-def _usable_number(value: object) -> float | None:
+def _finite_float(value: object) -> float | None:
+    """``value`` as a finite float, or None for bools, non-numbers, NaN/Infinity and ints too
+    large for a float."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if not math.isfinite(value) or value < 0:
+    try:
+        number = float(value)
+    except OverflowError:
         return None
-    return value
+    return number if math.isfinite(number) else None
+
+
+def _usable_number(value: object) -> float | None:
+    """A usage figure: finite and non-negative, kept as the int or float the log wrote."""
+    number = _finite_float(value)
+    if number is None or number < 0:
+        return None
+    return value if isinstance(value, int) else number
 
 
 def _text_or_none(value: object) -> str | None:
@@ -467,11 +532,7 @@ def headline_of(results: object) -> Headline | None:
             metric_name = next(iter(metrics))
         metric = metrics[metric_name]
         value = metric.get("value") if isinstance(metric, dict) else None
-        number = None if isinstance(value, bool) else _finite_or_none(value)
-        return Headline(
-            name=f"{group_name} {metric_name}",
-            value=float(number) if isinstance(number, int | float) else None,
-        )
+        return Headline(name=f"{group_name} {metric_name}", value=_finite_float(value))
     return None
 
 
