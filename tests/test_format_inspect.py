@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import struct
@@ -22,7 +23,7 @@ from evalarc.canonical import sha256_file, sha256_text
 from evalarc.errors import InputError
 from evalarc.formats import inspect as inspect_reader
 from evalarc.formats.archive import SafeArchive, unsafe_member_name
-from evalarc.formats.inspect import passed_of, read_inspect
+from evalarc.formats.inspect import passed_of, read_inspect, top_level_member_types
 from evalarc.formats.load import load_results
 from evalarc.formats.model import Run, SampleMeta, Source
 
@@ -773,3 +774,23 @@ def test_json_window_gives_the_same_run_at_any_chunk_size(
     expect_input_error(broken, partial(read, broken), "is not JSON")
     ending = _write(tmp_path / "ending.json", numbers.read_text() + " 12")
     expect_input_error(ending, partial(read, ending), "extra data")
+
+
+def test_top_level_member_types_for_cheap_detection(corpus: Path, tmp_path: Path) -> None:
+    log = corpus / "inspect/capitals.baseline.json"
+    members = top_level_member_types(log)
+    first = [next(members) for _ in range(3)]
+    assert first == [("version", int), ("status", str), ("eval", dict)]
+    members.close()
+    # stopping at `eval` never reads the rest, so a damaged tail does not matter yet
+    damaged = _write(tmp_path / "tail.json", log.read_text()[:-5000] + "@@@")
+    assert ("eval", dict) in itertools.islice(top_level_member_types(damaged), 3)
+    expect_input_error(damaged, lambda: list(top_level_member_types(damaged)), "is not JSON")
+    promptfoo = dict(top_level_member_types(corpus / "promptfoo/qa.baseline.json"))
+    assert promptfoo["results"] is dict and "eval" not in promptfoo
+    array = _write(tmp_path / "array.json", "[1, 2]")
+    assert list(top_level_member_types(array)) == []
+    words = _write(tmp_path / "words.json", "hello")
+    expect_input_error(words, lambda: list(top_level_member_types(words)), "is not JSON")
+    nan = _write(tmp_path / "nan.json", '{"results": {"v": NaN}, "eval": {}}')
+    assert list(top_level_member_types(nan)) == [("results", dict), ("eval", dict)]

@@ -17,7 +17,7 @@ import codecs
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -213,33 +213,16 @@ def _walk_log_object(
         if window.peek():
             raise _JsonSyntaxError("extra data", window.offset())
         raise InputError(f"{name}: Inspect log must be a JSON object")
-    window.position += 1
     header: JSONObject = {}
-    seen: set[str] = set()
     sample_count = -1
-    if window.peek() == "}":
-        window.position += 1
-    else:
-        while True:
-            if window.peek() != '"':
-                raise _JsonSyntaxError("expected a property name", window.offset())
-            key = window.value()
-            if key in seen:
-                raise InputError(f"{name} is not JSON: duplicate key {show_name(key)}")
-            seen.add(key)
-            window.expect(":")
-            if key == "samples" and window.peek() == "[":
-                sample_count = _walk_samples(window, on_sample)
-            else:
-                value = window.value()
-                if key in _HEADER_KEYS:
-                    header[key] = value
-                del value
-            if window.peek() == ",":
-                window.position += 1
-                continue
-            window.expect("}")
-            break
+    for key in _object_members(window):
+        if key == "samples" and window.peek() == "[":
+            sample_count = _walk_samples(window, on_sample)
+        else:
+            value = window.value()
+            if key in _HEADER_KEYS:
+                header[key] = value
+            del value
     if window.peek():
         raise _JsonSyntaxError("extra data after the log object", window.offset())
     if sample_count < 0 or not isinstance(header.get("eval"), dict):
@@ -247,6 +230,47 @@ def _walk_log_object(
     if sample_count == 0:
         raise InputError(f"{name}: {_NO_SAMPLES}")
     return header
+
+
+def _object_members(window: _TextWindow) -> Iterator[str]:
+    """Yield each key of the object at the window, leaving the window at the key's value; the
+    caller consumes the value before asking for the next key. Duplicate keys are refused."""
+    window.expect("{")
+    if window.peek() == "}":
+        window.position += 1
+        return
+    seen: set[str] = set()
+    while True:
+        if window.peek() != '"':
+            raise _JsonSyntaxError("expected a property name", window.offset())
+        key = window.value()
+        if key in seen:
+            raise _JsonSyntaxError(f"duplicate key {show_name(key)}", window.offset())
+        seen.add(key)
+        window.expect(":")
+        yield key
+        if window.peek() == ",":
+            window.position += 1
+            continue
+        window.expect("}")
+        return
+
+
+def top_level_member_types(path: Path) -> Iterator[tuple[str, type]]:
+    """Yield (key, type of its value) for each member of the JSON object in ``path``, keeping no
+    value: format detection can stop at the first deciding key instead of parsing a large log
+    whole. Yields nothing for valid JSON that is not an object; raises InputError naming the
+    file when the text read so far is not JSON (NaN is accepted, as Inspect writes it)."""
+    with path.open("rb") as handle:
+        window = _TextWindow(handle)
+        try:
+            if window.peek() != "{":
+                window.value()
+                return
+            for key in _object_members(window):
+                yield key, type(window.value())
+        except (ValueError, RecursionError) as error:
+            raise InputError(f"{path.name} is not JSON: {error}") from None
 
 
 def _walk_samples(window: _TextWindow, on_sample: Callable[[object], None]) -> int:
