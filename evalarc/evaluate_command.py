@@ -208,14 +208,21 @@ def stamp_event(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_evaluate(
-    candidate: Path, output: Path, options: EvaluateOptions, *, on_event: EventSink | None = None
+    candidate: Path,
+    output: Path,
+    options: EvaluateOptions,
+    *,
+    on_event: EventSink | None = None,
+    temp_root: Path | None = None,
 ) -> EvaluationResult:
     """Evaluate the candidate folder and publish the report folder ``output``.
 
     Raises UsageError/InputError/OutputError/EnvironmentFailure (exit 2) before anything is
     written when the options, the candidate, the output location or the backend (engine, image)
     are unusable. Candidate failures and environment failures during cases are data in the
-    report. ``on_event`` receives each stamped progress event as it happens.
+    report. ``on_event`` receives each stamped progress event as it happens. The snapshot and
+    the per-case state folders live in a new temporary folder under ``temp_root`` (default: the
+    system's), removed before returning.
     """
     pack, seeds, limits = resolve_options(options)
     check_output(output, candidate)
@@ -231,7 +238,11 @@ def run_evaluate(
             on_event(stamped)
 
     backend: Backend | None = None
-    work = Path(tempfile.mkdtemp(prefix="evalarc-evaluate-"))
+    try:
+        work = Path(tempfile.mkdtemp(prefix="evalarc-evaluate-", dir=temp_root))
+    except OSError as error:
+        _remove_empty(created_parents)
+        raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
     published = False
     try:
         snapshot = snapshot_candidate(candidate, work / "snapshot", list(pack.default_command))
