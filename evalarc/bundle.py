@@ -18,11 +18,12 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file
+from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file, strict_loads
 from evalarc.errors import InputError, OutputError, VerificationError
 
 PARAMS_SCHEMA = "evalarc.report-params.v1"
@@ -116,6 +117,21 @@ def params_document(kind: str, options: dict[str, JSONValue]) -> dict[str, JSONV
 # --------------------------------------------------------------------------- reading
 
 
+@dataclass(frozen=True)
+class ReportKind:
+    """How ``verify`` checks one kind of report folder (see :mod:`evalarc.verify`).
+
+    ``recompute(folder, params, recorded)`` rebuilds the report from the folder's own inputs and
+    recorded options with the same compute function the writing command used; ``summarize``
+    turns a verified report into the kind's summary fields, including ``passed``.
+    """
+
+    name: str
+    report_file: str
+    recompute: Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], dict[str, Any]]
+    summarize: Callable[[dict[str, Any]], dict[str, Any]]
+
+
 @dataclass(frozen=True, slots=True)
 class FileRecord:
     sha256: str
@@ -206,3 +222,18 @@ def _refuse_symlinks(path: Path) -> None:
         if current.is_symlink():
             raise VerificationError(f"evidence contains a symlink: {current}")
         current = current.parent
+
+
+MAX_REPORT_JSON_BYTES = 64 * 1024 * 1024
+
+
+def load_report_json(folder: EvidenceFolder, name: str) -> dict[str, Any]:
+    """Read a JSON object from a received folder: strict (no NaN, no duplicate keys), bounded."""
+    data = folder.read_bytes(name, limit=MAX_REPORT_JSON_BYTES)
+    try:
+        value = strict_loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        raise VerificationError(f"{name} is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise VerificationError(f"{name} is not a JSON object")
+    return value

@@ -13,6 +13,7 @@ from typing import Any
 from evalarc.bundle import (
     PARAMS_FILE,
     EvidenceFolder,
+    ReportKind,
     copy_verified,
     params_document,
     staged_folder,
@@ -20,7 +21,7 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
-from evalarc.canonical import sha256_bytes, strict_loads
+from evalarc.canonical import sha256_bytes
 from evalarc.clock import timestamp
 from evalarc.errors import VerificationError
 from evalarc.formats import Run, load_results
@@ -208,12 +209,6 @@ def diff_summary(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def load_report_json(folder: EvidenceFolder, name: str) -> dict[str, Any]:
-    data = folder.read_bytes(name, limit=64 * 1024 * 1024)
-    try:
-        value = strict_loads(data)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise VerificationError(f"{name} is not valid JSON: {error}") from None
-    if not isinstance(value, dict):
-        raise VerificationError(f"{name} is not a JSON object")
-    return value
+REPORT_KIND = ReportKind(
+    name="diff", report_file=REPORT_FILE, recompute=recompute_diff_folder, summarize=diff_summary
+)

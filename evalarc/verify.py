@@ -12,13 +12,18 @@ coordinated fabrication that rewrites inputs, hashes and report together.
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalarc.bundle import PARAMS_FILE, PARAMS_SCHEMA, EvidenceFolder
+from evalarc.bundle import (
+    PARAMS_FILE,
+    PARAMS_SCHEMA,
+    EvidenceFolder,
+    ReportKind,
+    load_report_json,
+)
 from evalarc.errors import EvalArcError, VerificationError
 
 VERIFICATION_SCHEMA = "evalarc.verification.v1"
@@ -29,31 +34,18 @@ SCOPE = (
 )
 IGNORED_KEYS = frozenset({"created_at", "evalarc_version"})
 
-Recompute = Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], dict[str, Any]]
-Summarize = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class ReportKind:
-    """How to verify one kind of report folder."""
-
-    name: str
-    report_file: str
-    recompute: Recompute
-    summarize: Summarize
+# Modules that write report folders; each exposes ``REPORT_KIND`` (an evalarc.bundle.ReportKind).
+# A new report kind adds its module here.
+REPORT_MODULES: tuple[str, ...] = ("evalarc.diff_report",)
 
 
 def _kinds() -> dict[str, ReportKind]:
-    from evalarc import diff_report
-
-    return {
-        "diff": ReportKind(
-            "diff",
-            diff_report.REPORT_FILE,
-            diff_report.recompute_diff_folder,
-            diff_report.diff_summary,
-        ),
-    }
+    kinds: dict[str, ReportKind] = {}
+    for module_name in REPORT_MODULES:
+        kind = importlib.import_module(module_name).REPORT_KIND
+        assert isinstance(kind, ReportKind)
+        kinds[kind.name] = kind
+    return kinds
 
 
 def strip_volatile(value: Any) -> Any:
@@ -81,8 +73,6 @@ def _folder_of(evidence: Path) -> Path:
 def verify_report_folder(evidence: Path) -> dict[str, Any]:
     """Verify a report folder (or a report file inside one); raise VerificationError on any
     inconsistency, return the ``evalarc.verification.v1`` result otherwise."""
-    from evalarc.diff_report import load_report_json
-
     if not evidence.exists() and not evidence.is_symlink():
         raise VerificationError(f"{evidence} does not exist")
     folder = EvidenceFolder(_folder_of(evidence))
