@@ -48,8 +48,9 @@ def solve(environment: Any) -> list[Any]:
     results = []
     for action in actions:
         outcome = environment.step(action)
-        while outcome.result.get("ok") is not True:  # retry the identical request
+        if outcome.error_source == "injected":  # one transient failure: retry it identically
             outcome = environment.step(action)
+        assert outcome.result.get("ok") is True, outcome
         results.append(outcome)
     return results
 
