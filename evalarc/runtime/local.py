@@ -285,12 +285,14 @@ class PipeSession:
         if self._ended:
             return
         self._ended = True
-        self._close_stdin()
         try:
             if killed and self._process.poll() is None:
                 self._before_kill()
                 self._record("kill")
+            # Kill before closing stdin: a candidate that exits cleanly on EOF must not get the
+            # chance to, or a "crash after acknowledgement" would test a clean shutdown instead.
             _kill_group(self._process.pid)
+            self._close_stdin()
             try:
                 self._process.wait(timeout=CLEANUP_TIMEOUT)
             except subprocess.TimeoutExpired:
