@@ -1,0 +1,247 @@
+"""``evalarc eval-health`` as a library call: load, compute, write the report folder; and the
+recomputation of a saved health folder for ``verify``. Both sides call
+:func:`evalarc.review.health.compute_health`, so a report and its verification cannot drift.
+
+Folder layout: ``inputs/01<suffix>``, ``inputs/02<suffix>``, ... (byte copies, 1-based, in the
+order given), ``cases.json`` (with ``--cases``), ``params.json``, ``health.json``,
+``cases.jsonl`` (recorded outputs and verdicts per attempt), ``summary.md``, ``index.html``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalarc.bundle import (
+    PARAMS_FILE,
+    EvidenceFolder,
+    ReportKind,
+    copy_verified,
+    params_document,
+    staged_folder,
+    write_json,
+    write_text,
+)
+from evalarc.canonical import compact_json
+from evalarc.clock import timestamp
+from evalarc.errors import OutputError, VerificationError
+from evalarc.formats import Run, load_results
+from evalarc.formats.model import Source
+from evalarc.review.health import HEALTH_SCHEMA, MAX_INPUTS, HealthOptions, compute_health
+from evalarc.review.health_text import markdown_summary
+from evalarc.review.manifest import CaseManifest, load_manifest
+
+REPORT_FILE = "health.json"
+CASES_FILE = "cases.json"
+CASE_LINES_FILE = "cases.jsonl"
+KIND = "eval-health"
+
+
+@dataclass(frozen=True)
+class HealthRequest:
+    """Everything a user asked ``evalarc eval-health`` for."""
+
+    inputs: Sequence[Path]
+    options: HealthOptions
+    format: str = "auto"
+    cases: Path | None = None
+
+
+def input_copy_name(position: int, original: Path) -> str:
+    """``inputs/NN<suffix>`` for the 1-based ``position`` (``.json`` when there is no suffix)."""
+    return f"inputs/{position:02d}{original.suffix or '.json'}"
+
+
+def run_health(request: HealthRequest, output: Path | None = None) -> dict[str, Any]:
+    """Load every run (and the manifest), compute the report, and with ``output`` publish the
+    report folder. Options are checked before any file is read."""
+    request.options.validate(len(request.inputs))
+    runs = [
+        load_results(path, request.format, request.options.threshold) for path in request.inputs
+    ]
+    manifest = load_manifest(request.cases) if request.cases is not None else None
+    report = compute_health(runs, request.options, manifest=manifest, created_at=timestamp())
+    if output is not None:
+        write_health_folder(output, request, report, runs, manifest)
+    return report
+
+
+def health_params(request: HealthRequest, report: dict[str, Any]) -> dict[str, Any]:
+    options = request.options
+    return params_document(
+        KIND,
+        {
+            "format": report["format"],
+            "threshold": options.threshold,
+            "saturation": options.saturation,
+            "min_effect": options.min_effect,
+            "ordered": options.ordered,
+            "plan_attempts": options.plan_attempts,
+            "plan_configs": options.plan_configs,
+            "inputs": [
+                {"file": input_copy_name(position, path)}
+                for position, path in enumerate(request.inputs, 1)
+            ],
+            "cases": CASES_FILE if request.cases is not None else None,
+        },
+    )
+
+
+def case_lines(run: Run) -> Iterator[dict[str, Any]]:
+    """The cases.jsonl records of one run: one per case and attempt with its outputs, or for
+    JUnit (which records no outputs) one per case with every check's verdicts."""
+    name = run.source.name
+    for case_id in sorted(run.cases):
+        if run.format == "junit":
+            checks = run.cases[case_id]
+            yield {
+                "file": name,
+                "case_id": case_id,
+                "checks": {
+                    check: [attempt.passed for attempt in checks[check]] for check in sorted(checks)
+                },
+            }
+            continue
+        for attempt, meta in enumerate(run.samples.get(case_id, ())):
+            yield {
+                "file": name,
+                "case_id": case_id,
+                "attempt": attempt,
+                "verdicts": dict(meta.verdicts),
+                "output": meta.output_text,
+                "stop_reason": meta.stop_reason,
+                "truncated": meta.truncated,
+                "usage": dict(meta.usage),
+            }
+
+
+def _write_case_lines(path: Path, runs: Sequence[Run]) -> None:
+    try:
+        with path.open("w", encoding="utf-8") as handle:
+            for run in runs:
+                for record in case_lines(run):
+                    handle.write(compact_json(record) + "\n")
+    except OSError as error:
+        raise OutputError(f"cannot write {path.name}: {error.strerror or error}") from None
+
+
+def write_health_folder(
+    output: Path,
+    request: HealthRequest,
+    report: dict[str, Any],
+    runs: Sequence[Run],
+    manifest: CaseManifest | None,
+) -> None:
+    """Publish the health report folder atomically (see :mod:`evalarc.bundle`)."""
+    from evalarc.site.health_page import render_health_page
+
+    params = health_params(request, report)
+    with staged_folder(output) as folder:
+        for entry, path, run in zip(params["inputs"], request.inputs, runs, strict=True):
+            copy_verified(path, folder / entry["file"], run.source.sha256)
+        if manifest is not None and request.cases is not None:
+            copy_verified(request.cases, folder / CASES_FILE, manifest.source.sha256)
+        write_json(folder / PARAMS_FILE, params)
+        write_json(folder / REPORT_FILE, report)
+        _write_case_lines(folder / CASE_LINES_FILE, runs)
+        write_text(folder / "summary.md", markdown_summary(report))
+        write_text(folder / "index.html", render_health_page(report, runs[-1]))
+
+
+# -- verify -----------------------------------------------------------------------------------
+
+
+def _optional_number(params: dict[str, Any], key: str) -> float | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise VerificationError(f"{PARAMS_FILE} has a non-numeric {key}")
+    return value
+
+
+def _optional_count(params: dict[str, Any], key: str) -> int | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise VerificationError(f"{PARAMS_FILE} has a non-integer {key}")
+    return value
+
+
+def options_from_params(params: dict[str, Any]) -> HealthOptions:
+    """The recorded options, type-checked; ranges are checked by HealthOptions.validate."""
+    threshold = _optional_number(params, "threshold")
+    saturation = _optional_number(params, "saturation")
+    if threshold is None or saturation is None:
+        raise VerificationError(f"{PARAMS_FILE} must record threshold and saturation")
+    ordered = params.get("ordered")
+    if not isinstance(ordered, bool):
+        raise VerificationError(f"{PARAMS_FILE} has a non-boolean ordered")
+    return HealthOptions(
+        threshold=threshold,
+        saturation=saturation,
+        min_effect=_optional_number(params, "min_effect"),
+        ordered=ordered,
+        plan_attempts=_optional_count(params, "plan_attempts"),
+        plan_configs=_optional_count(params, "plan_configs"),
+    )
+
+
+def recompute_health_folder(
+    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
+) -> dict[str, Any]:
+    """Recompute a saved health report from the folder's input copies and recorded options."""
+    if recorded.get("schema_version") != HEALTH_SCHEMA:
+        raise VerificationError(f"{REPORT_FILE} does not hold an eval-health report")
+    inputs = params.get("inputs")
+    recorded_runs = recorded.get("runs")
+    if not isinstance(inputs, list) or not 1 <= len(inputs) <= MAX_INPUTS:
+        raise VerificationError(f"{PARAMS_FILE} must list 1 to {MAX_INPUTS} inputs")
+    if not isinstance(recorded_runs, list) or len(recorded_runs) != len(inputs):
+        raise VerificationError(f"{PARAMS_FILE} and {REPORT_FILE} list different inputs")
+    options = options_from_params(params)
+    fmt = str(params.get("format"))
+    runs = [
+        _load_recorded_input(folder, entry, recorded_run, fmt, options.threshold)
+        for entry, recorded_run in zip(inputs, recorded_runs, strict=True)
+    ]
+    manifest = None
+    if params.get("cases") is not None:
+        manifest = load_manifest(folder.hash_file(str(params["cases"])))
+        recorded_source = (recorded.get("provenance") or {}).get("manifest") or {}
+        if isinstance(recorded_source.get("name"), str):
+            manifest = manifest.with_source(Source(recorded_source["name"], manifest.source.sha256))
+    return compute_health(
+        runs, options, manifest=manifest, created_at=str(recorded.get("created_at", ""))
+    )
+
+
+def _load_recorded_input(
+    folder: EvidenceFolder, entry: object, recorded_run: object, fmt: str, threshold: float
+) -> Run:
+    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+        raise VerificationError(f"{PARAMS_FILE} has a malformed input entry")
+    name = entry["file"]
+    path = folder.hash_file(name)
+    source = recorded_run.get("source") if isinstance(recorded_run, dict) else None
+    if not isinstance(source, dict) or folder.files[name].sha256 != source.get("sha256"):
+        raise VerificationError(f"{name} differs from the input the report recorded")
+    run = load_results(path, fmt, threshold)
+    return run.with_source(Source(str(source.get("name")), str(source["sha256"])))
+
+
+def health_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """What ``verify`` says about a health report: healthy (= passed) and the warning count."""
+    healthy = report.get("healthy") is True
+    return {"passed": healthy, "healthy": healthy, "warnings": report.get("warnings")}
+
+
+REPORT_KIND = ReportKind(
+    name=KIND,
+    report_file=REPORT_FILE,
+    recompute=recompute_health_folder,
+    summarize=health_summary,
+)
