@@ -158,6 +158,92 @@ def _append(path: Path, text: str) -> None:
         raise OutputError(f"cannot append to {path}: {error.strerror or error}") from None
 
 
+@main.command("eval-health")
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=_FORMAT_CHOICE,
+    default="auto",
+    show_default=True,
+    help="Format of every file.",
+)
+@click.option(
+    "--threshold",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Numeric Inspect scores at or above this pass.",
+)
+@click.option(
+    "--saturation",
+    type=float,
+    default=0.95,
+    show_default=True,
+    help="Warn when the best file's pass rate reaches this.",
+)
+@click.option("--min-effect", type=float, help="The smallest pass-rate change you need to see.")
+@click.option("--ordered", is_flag=True, help="Files go from weaker to stronger configuration.")
+@click.option(
+    "--cases",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="An evalarc.case-manifest.v1 file declaring where cases came from.",
+)
+@click.option("--plan-attempts", type=int, help="Attempts per case for a planned run.")
+@click.option("--plan-configs", type=int, help="Configurations for a planned run.")
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Write a new, self-verifying report folder here.",
+)
+@click.option(
+    "--markdown",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Append the Markdown summary to this file (e.g. $GITHUB_STEP_SUMMARY).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the full health JSON instead of text.")
+@click.option("--require-healthy", is_flag=True, help="Exit 1 when there is any warning.")
+def eval_health(
+    results: tuple[Path, ...],
+    fmt: str,
+    threshold: float,
+    saturation: float,
+    min_effect: float | None,
+    ordered: bool,
+    cases: Path | None,
+    plan_attempts: int | None,
+    plan_configs: int | None,
+    output: Path | None,
+    markdown: Path | None,
+    as_json: bool,
+    require_healthy: bool,
+) -> None:
+    """Judge whether 1-20 RESULT files of one evaluation can support tuning decisions."""
+    from evalarc.health_report import HealthRequest, run_health
+    from evalarc.review.health import HealthOptions
+    from evalarc.review.health_text import markdown_summary, terminal_lines
+
+    options = HealthOptions(
+        threshold=threshold,
+        saturation=saturation,
+        min_effect=min_effect,
+        ordered=ordered,
+        plan_attempts=plan_attempts,
+        plan_configs=plan_configs,
+    )
+    request = HealthRequest(inputs=list(results), options=options, format=fmt, cases=cases)
+    report = run_health(request, output)
+    if markdown is not None:
+        _append(markdown, markdown_summary(report))
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        for line in terminal_lines(report, str(output) if output is not None else None):
+            click.echo(line)
+    healthy = bool(report["healthy"])
+    sys.exit(int(ExitCode.REJECTED if require_healthy and not healthy else ExitCode.ACCEPTED))
+
+
 @main.command()
 @click.argument("evidence", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print evalarc.verification.v1 JSON.")
