@@ -36,7 +36,11 @@ IGNORED_KEYS = frozenset({"created_at", "evalarc_version"})
 
 # Modules that write report folders; each exposes ``REPORT_KIND`` (an evalarc.bundle.ReportKind).
 # A new report kind adds its module here.
-REPORT_MODULES: tuple[str, ...] = ("evalarc.diff_report", "evalarc.health_report")
+REPORT_MODULES: tuple[str, ...] = (
+    "evalarc.diff_report",
+    "evalarc.health_report",
+    "evalarc.hillclimb_report",
+)
 
 
 def _kinds() -> dict[str, ReportKind]:

@@ -1,0 +1,312 @@
+"""``evalarc hillclimb-review`` as a library call: load, compute, write the report folder; and the
+recomputation of a saved folder for ``verify``. Both call
+:func:`evalarc.review.hillclimb.compute_hillclimb`, so a report and its verification cannot drift.
+
+Folder layout: ``inputs/NN-<original name>`` (0-based, baseline first), ``split.json``,
+``harness/NNNN``, ``params.json`` (kind ``hillclimb-review``), ``hillclimb.json``,
+``tuning-failures.json``, ``summary.md`` and ``index.html``. ``hillclimb-run`` writes the same
+report files into its own folder with :func:`write_review_files`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from evalarc.bundle import (
+    PARAMS_FILE,
+    EvidenceFolder,
+    ReportKind,
+    copy_verified,
+    params_document,
+    staged_folder,
+    write_bytes,
+    write_json,
+    write_text,
+)
+from evalarc.canonical import sha256_bytes
+from evalarc.clock import timestamp
+from evalarc.errors import UsageError, VerificationError
+from evalarc.formats import Run, load_results
+from evalarc.formats.model import Source
+from evalarc.review.hillclimb import (
+    HILLCLIMB_SCHEMA,
+    MAX_STEPS,
+    HillclimbOptions,
+    compute_hillclimb,
+    tuning_failures_document,
+)
+from evalarc.review.hillclimb_text import markdown_summary
+from evalarc.review.leakage import HarnessFile, collect_harness
+from evalarc.review.split import CaseSplit, load_split
+
+REPORT_FILE = "hillclimb.json"
+TUNING_FAILURES_FILE = "tuning-failures.json"
+SPLIT_FILE = "split.json"
+KIND = "hillclimb-review"
+
+
+@dataclass(frozen=True)
+class HillclimbRequest:
+    """Everything a user asked ``evalarc hillclimb-review`` for; ``results[0]`` is the baseline."""
+
+    results: Sequence[Path]
+    held_out: Path
+    options: HillclimbOptions
+    format: str = "auto"
+    threshold: float = 1.0
+    harness: Sequence[Path] | None = None
+
+
+def input_copy_name(index: int, original: Path) -> str:
+    """``inputs/NN-<original name>``, 0-based in the order given (the baseline is 00)."""
+    return f"inputs/{index:02d}-{original.name}"
+
+
+def _check_request(request: HillclimbRequest) -> None:
+    request.options.validate()
+    if isinstance(request.threshold, bool) or not math.isfinite(request.threshold):
+        raise UsageError("--threshold must be a finite number")
+    steps = len(request.results) - 1
+    low = request.options.min_steps
+    if not low <= steps <= MAX_STEPS:
+        raise UsageError(
+            f"give a baseline and {low} to {MAX_STEPS} step result files; got {steps} step(s)"
+        )
+    seen: dict[str, Path] = {}
+    for path in request.results:
+        key = os.path.realpath(path)
+        if key in seen:
+            raise UsageError(
+                f"{path} and {seen[key]} are the same file; each result must appear once"
+            )
+        seen[key] = path
+
+
+def run_hillclimb_review(request: HillclimbRequest, output: Path | None = None) -> dict[str, Any]:
+    """Load every result, replay the climb and (with ``output``) publish a report folder."""
+    _check_request(request)
+    runs = [load_results(path, request.format, request.threshold) for path in request.results]
+    split = load_split(request.held_out)
+    harness = collect_harness(list(request.harness)) if request.harness is not None else None
+    labels = [path.name for path in request.results]
+    report = compute_hillclimb(
+        runs, labels, split, request.options, harness=harness, created_at=timestamp()
+    )
+    if output is not None:
+        params = hillclimb_params(
+            request.options,
+            report["format"],
+            request.threshold,
+            labels,
+            [input_copy_name(index, path) for index, path in enumerate(request.results)],
+            harness_entries(harness),
+        )
+        with staged_folder(output) as folder:
+            for entry, path, run in zip(params["inputs"], request.results, runs, strict=True):
+                copy_verified(path, folder / entry["file"], run.source.sha256)
+            copy_verified(request.held_out, folder / SPLIT_FILE, split.source.sha256)
+            write_review_files(folder, report, params, harness)
+    return report
+
+
+def harness_entries(harness: Sequence[HarnessFile] | None) -> list[dict[str, str]] | None:
+    """params.json's harness list: ``harness/NNNN`` copies in scan order, with scan labels."""
+    if harness is None:
+        return None
+    return [
+        {"file": f"harness/{index:04d}", "label": item.label, "sha256": item.sha256}
+        for index, item in enumerate(harness)
+    ]
+
+
+def hillclimb_params(
+    options: HillclimbOptions,
+    fmt: str,
+    threshold: float,
+    labels: Sequence[str],
+    inputs: Sequence[str],
+    harness: list[dict[str, str]] | None,
+) -> dict[str, Any]:
+    """params.json of a hillclimb-review folder: every option, the input copies, split, harness."""
+    return params_document(
+        KIND,
+        {
+            "format": fmt,
+            "threshold": threshold,
+            "objective": options.objective,
+            "cost_metric": options.cost_metric,
+            "max_cost_ratio": options.max_cost_ratio,
+            "stall_after": options.stall_after,
+            "min_effect": options.min_effect,
+            "leak_min_chars": options.leak_min_chars,
+            "labels": list(labels),
+            "min_steps": options.min_steps,
+            "inputs": [{"file": name} for name in inputs],
+            "split": SPLIT_FILE,
+            "harness": harness,
+        },
+    )
+
+
+def write_review_files(
+    folder: Path,
+    report: dict[str, Any],
+    params: dict[str, Any],
+    harness: Sequence[HarnessFile] | None,
+) -> None:
+    """Write harness copies, params.json, hillclimb.json, tuning-failures.json, summary.md and
+    index.html into ``folder`` (input and split copies are the caller's)."""
+    from evalarc.site.hillclimb_page import render_hillclimb_page
+
+    for entry, item in zip(params["harness"] or [], harness or [], strict=True):
+        write_bytes(folder / entry["file"], item.data)
+    write_json(folder / PARAMS_FILE, params)
+    write_json(folder / REPORT_FILE, report)
+    write_json(folder / TUNING_FAILURES_FILE, tuning_failures_document(report))
+    write_text(folder / "summary.md", markdown_summary(report))
+    write_text(folder / "index.html", render_hillclimb_page(report))
+
+
+# -- verify ---------------------------------------------------------------------------------------
+
+
+def _number(params: dict[str, Any], key: str) -> float:
+    value = params.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise VerificationError(f"{PARAMS_FILE} has no numeric {key}")
+    return value
+
+
+def _integer(params: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = params.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise VerificationError(f"{PARAMS_FILE} has no integer {key}")
+    return value
+
+
+def _text(params: dict[str, Any], key: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise VerificationError(f"{PARAMS_FILE} has no text {key}")
+    return value
+
+
+def options_from_params(params: dict[str, Any]) -> HillclimbOptions:
+    min_effect = params.get("min_effect")
+    options = HillclimbOptions(
+        objective=_text(params, "objective"),
+        cost_metric=_text(params, "cost_metric"),
+        max_cost_ratio=_number(params, "max_cost_ratio"),
+        stall_after=_integer(params, "stall_after"),
+        min_effect=None if min_effect is None else _number(params, "min_effect"),
+        min_steps=_integer(params, "min_steps"),
+        leak_min_chars=_integer(params, "leak_min_chars", 12),
+    )
+    try:
+        options.validate()
+    except UsageError as error:
+        raise VerificationError(f"{PARAMS_FILE} records an invalid option: {error}") from None
+    return options
+
+
+def _harness_copies(folder: EvidenceFolder, entries: object) -> list[HarnessFile] | None:
+    if entries is None:
+        return None
+    if not isinstance(entries, list):
+        raise VerificationError(f"{PARAMS_FILE} has a malformed harness list")
+    harness = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+            raise VerificationError(f"{PARAMS_FILE} has a malformed harness entry")
+        data = folder.read_bytes(entry["file"])
+        item = HarnessFile(str(entry.get("label")), data, sha256_bytes(data))
+        if item.sha256 != entry.get("sha256"):
+            raise VerificationError(
+                f"{entry['file']} differs from the harness file that was scanned"
+            )
+        harness.append(item)
+    return harness
+
+
+def _recorded_input(
+    folder: EvidenceFolder, entry: object, recorded: object, fmt: str, threshold: float
+) -> Run:
+    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+        raise VerificationError(f"{PARAMS_FILE} has a malformed input entry")
+    name = entry["file"]
+    path = folder.hash_file(name)
+    source = recorded.get("source") if isinstance(recorded, dict) else None
+    if not isinstance(source, dict) or folder.files[name].sha256 != source.get("sha256"):
+        raise VerificationError(f"{name} differs from the input the report recorded")
+    run = load_results(path, fmt, threshold)
+    return run.with_source(Source(str(source.get("name")), str(source["sha256"])))
+
+
+def _recorded_split(folder: EvidenceFolder, name: object, recorded: dict[str, Any]) -> CaseSplit:
+    if not isinstance(name, str):
+        raise VerificationError(f"{PARAMS_FILE} names no split file")
+    split = load_split(folder.hash_file(name))
+    source = (recorded.get("split") or {}).get("source") or {}
+    if isinstance(source.get("name"), str):
+        split = replace(split, source=Source(source["name"], split.source.sha256))
+    return split
+
+
+def recompute_hillclimb_folder(
+    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
+) -> dict[str, Any]:
+    """Recompute a saved hillclimb review from the folder's copies and recorded options."""
+    if recorded.get("schema_version") != HILLCLIMB_SCHEMA:
+        raise VerificationError(f"{REPORT_FILE} does not hold a {KIND} report")
+    options = options_from_params(params)
+    inputs = params.get("inputs")
+    labels = params.get("labels")
+    recorded_runs = recorded.get("runs")
+    if not isinstance(inputs, list) or not isinstance(recorded_runs, list):
+        raise VerificationError(f"{PARAMS_FILE} has no input list")
+    if len(inputs) != len(recorded_runs):
+        raise VerificationError(f"{PARAMS_FILE} and {REPORT_FILE} list different inputs")
+    if (
+        not isinstance(labels, list)
+        or len(labels) != len(inputs)
+        or not all(isinstance(label, str) for label in labels)
+    ):
+        raise VerificationError(f"{PARAMS_FILE} must give one text label per input")
+    fmt = _text(params, "format")
+    threshold = _number(params, "threshold")
+    runs = [
+        _recorded_input(folder, entry, recorded_run, fmt, threshold)
+        for entry, recorded_run in zip(inputs, recorded_runs, strict=True)
+    ]
+    harness = _harness_copies(folder, params.get("harness"))
+    split = _recorded_split(folder, params.get("split"), recorded)
+    return compute_hillclimb(
+        runs,
+        labels,
+        split,
+        options,
+        harness=harness,
+        created_at=str(recorded.get("created_at", "")),
+    )
+
+
+def hillclimb_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """What ``verify`` says about a hillclimb review: the recommendation and every decision."""
+    return {
+        "passed": bool(report.get("merge_recommended")),
+        "recommendation": report.get("recommendation"),
+        "decisions": [step.get("decision") for step in report.get("steps", [])],
+    }
+
+
+REPORT_KIND = ReportKind(
+    name=KIND,
+    report_file=REPORT_FILE,
+    recompute=recompute_hillclimb_folder,
+    summarize=hillclimb_summary,
+)

@@ -1,0 +1,263 @@
+"""The hillclimb review page: a typed page model built from hillclimb.json, then rendered.
+
+The model makes every decision (verdict wording, tones, formatted numbers); the template only
+lays it out, so the model is testable without HTML.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from evalarc.review.hillclimb_text import (
+    category_text,
+    fraction,
+    interval_text,
+    percent,
+    points,
+    ratio_text,
+)
+from evalarc.site.render import render_page
+
+HIT_TEXT_CHARS = 160
+MAX_HITS = 200
+
+
+@dataclass(frozen=True)
+class Card:
+    value: str
+    label: str
+    alert: bool = False
+
+
+@dataclass(frozen=True)
+class StepRow:
+    index: int
+    label: str
+    compared_with: str
+    tuning: str
+    held_out: str
+    cost_ratio: str
+    decision: str
+    tone: str
+    reason: str
+    stalled: bool
+
+
+@dataclass(frozen=True)
+class TriageRow:
+    case_id: str
+    category: str
+    checks: str
+    next_step: str
+
+
+@dataclass(frozen=True)
+class StallBlock:
+    title: str
+    summary: str
+    advice: str
+    rows: list[TriageRow]
+
+
+@dataclass(frozen=True)
+class FinalRow:
+    partition: str
+    baseline: str
+    final: str
+    change: str
+    noise: str
+    blocking: str
+
+
+@dataclass(frozen=True)
+class HitRow:
+    file: str
+    line: str
+    case_id: str
+    partition: str
+    role: str
+    text: str
+    held_out: bool
+
+
+@dataclass(frozen=True)
+class RunRow:
+    label: str
+    name: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class HillclimbPage:
+    passed: bool
+    verdict_title: str
+    recommendation: str
+    recommendation_text: str
+    context: str
+    cards: list[Card]
+    notes: list[str]
+    steps: list[StepRow]
+    stalls: list[StallBlock]
+    final_label: str
+    final_rows: list[FinalRow]
+    final_facts: str
+    leakage_summary: str | None
+    hits: list[HitRow]
+    runs: list[RunRow]
+    scope: str
+
+
+def _verdict_title(report: dict[str, Any]) -> str:
+    if report["merge_recommended"]:
+        return "Merge recommended"
+    if report["recommendation"] == "no_change_kept":
+        return "Nothing to merge: no step was kept"
+    return "Do not merge"
+
+
+def _final_rows(final: dict[str, Any]) -> list[FinalRow]:
+    rows = []
+    for key, name in (("held_out", "Held out"), ("tuning", "Tuning")):
+        part = final[key]
+        base = part["baseline"]
+        cur = part["current"]
+        base_text = f"{fraction(base)} ({percent(base['pass_rate'])})"
+        cur_text = f"{fraction(cur)} ({percent(cur['pass_rate'])})"
+        if key == "held_out":
+            base_text += f" · 95% {interval_text(base)}"
+            cur_text += f" · 95% {interval_text(cur)}"
+        rows.append(
+            FinalRow(
+                partition=name,
+                baseline=base_text,
+                final=cur_text,
+                change=points(part["delta"]),
+                noise="yes" if part["within_sampling_noise"] else "no",
+                blocking=str(part["blocking_changes"]),
+            )
+        )
+    return rows
+
+
+def _stall_block(stall: dict[str, Any]) -> StallBlock:
+    below = ", below the baseline's noise" if stall["headroom_below_noise"] else ""
+    return StallBlock(
+        title=f"Stall after step {stall['after_step']} (kept {stall['kept']})",
+        summary=(
+            f"{stall['remaining_tuning_failures']} tuning case(s) still failing "
+            f"({category_text(stall['categories'])}); tuning headroom "
+            f"{percent(stall['tuning_headroom'])}{below}."
+        ),
+        advice=str(stall["advice"]),
+        rows=[
+            TriageRow(
+                case_id=str(row["case_id"]),
+                category=str(row["category"]).replace("_", " "),
+                checks=", ".join(str(check) for check in row["checks"]),
+                next_step=str(row["next_step"]),
+            )
+            for row in stall.get("triage", [])
+        ],
+    )
+
+
+def _hits(leakage: dict[str, Any] | None) -> tuple[str | None, list[HitRow]]:
+    if leakage is None:
+        return None, []
+    hits = leakage["hits"]
+    summary = (
+        f"{len(hits)} hit(s) in {len(leakage['files_scanned'])} scanned file(s), "
+        f"{leakage['held_out_hits']} from held-out cases."
+    )
+    rows = [
+        HitRow(
+            file=str(hit["file"]),
+            line="?" if hit["line"] is None else str(hit["line"]),
+            case_id=str(hit["case_id"]),
+            partition="—" if hit["partition"] is None else hit["partition"].replace("_", " "),
+            role=str(hit["role"]),
+            text=str(hit["text"])[:HIT_TEXT_CHARS],
+            held_out=hit["partition"] == "held_out",
+        )
+        for hit in hits[:MAX_HITS]
+    ]
+    return summary, rows
+
+
+def build_hillclimb_page(report: dict[str, Any]) -> HillclimbPage:
+    final = report["final"]
+    held = final["held_out"]
+    cost = final["cost"]
+    split = report["split"]
+    cards = [
+        Card(percent(held["baseline"]["pass_rate"]), "baseline held-out pass rate"),
+        Card(percent(held["current"]["pass_rate"]), "final kept held-out pass rate"),
+        Card(
+            points(held["delta"]),
+            "held-out change" + (" (within noise)" if held["within_sampling_noise"] else ""),
+            alert=held["within_sampling_noise"] or (held["delta"] or 0) < 0,
+        ),
+        Card(
+            ratio_text(cost),
+            "cost ratio (final / baseline)" if cost is None else f"{cost['metric']} ratio",
+            alert=report["objective"] == "cost"
+            and (cost is None or cost["ratio"] >= 1 or cost["ratio"] > report["max_cost_ratio"]),
+        ),
+    ]
+    steps = [
+        StepRow(
+            index=int(step["index"]),
+            label=str(step["label"]),
+            compared_with=str(step["compared_with"]),
+            tuning=points(step["tuning"]["delta"]),
+            held_out=points(step["held_out"]["delta"]),
+            cost_ratio=ratio_text(step["cost"]),
+            decision=str(step["decision"]).replace("_", " "),
+            tone="ok" if step["kept"] else "bad",
+            reason=str(step["reason"]),
+            stalled=bool(step.get("stalled")),
+        )
+        for step in report["steps"]
+    ]
+    facts = [f"held-out blocking changes: {final['held_out_blocking_changes']}"]
+    if cost is not None:
+        facts.append(
+            f"{cost['metric']} mean {cost['baseline_mean']:.6g} → {cost['current_mean']:.6g}"
+        )
+    leakage_summary, hits = _hits(report["leakage"])
+    return HillclimbPage(
+        passed=bool(report["merge_recommended"]),
+        verdict_title=_verdict_title(report),
+        recommendation=str(report["recommendation"]),
+        recommendation_text=str(report["recommendation_text"]),
+        context=(
+            f"{report['format']} results · objective {report['objective']} · "
+            f"{split['tuning_cases']} tuning and {len(split['held_out_cases'])} held-out cases · "
+            f"{len(report['steps'])} step(s) after {report['baseline']['label']}"
+        ),
+        cards=cards,
+        notes=[str(note) for note in report["notes"]],
+        steps=steps,
+        stalls=[_stall_block(stall) for stall in report["stalls"]],
+        final_label=str(final["label"]),
+        final_rows=_final_rows(final),
+        final_facts=" · ".join(facts),
+        leakage_summary=leakage_summary,
+        hits=hits,
+        runs=[
+            RunRow(
+                label=str(run["label"]),
+                name=str(run["source"]["name"]),
+                sha256=str(run["source"]["sha256"]),
+            )
+            for run in report["runs"]
+        ],
+        scope=str(report["scope"]),
+    )
+
+
+def render_hillclimb_page(report: dict[str, Any]) -> str:
+    return render_page(
+        "hillclimb.html.j2", title="Hillclimb review", page=build_hillclimb_page(report)
+    )
