@@ -41,8 +41,8 @@ _SKIPPED_PARTS = frozenset({"__pycache__", ".git", ".venv"})
 _EVALARC_DIR = Path(__file__).resolve().parent
 # The shared grading code whose behaviour every pack's result depends on, in hashing order.
 _SHARED_GRADER_FILES = (
-    _EVALARC_DIR / "packs.py",
     _EVALARC_DIR / "canonical.py",
+    _EVALARC_DIR / "scoring.py",
     _EVALARC_DIR / "runtime" / "protocol.py",
     _EVALARC_DIR / "runtime" / "jsonl.py",
 )

@@ -17,13 +17,14 @@ from __future__ import annotations
 import copy
 import hashlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from evalarc.canonical import JSONValue, canonical_json, sha256_json
 from evalarc.errors import EnvironmentFailure
 from evalarc.runtime.protocol import AgentFault, CaseRun, Session
+from evalarc.scoring import summarize as summarize  # the pack interface re-exports it
 
 StopMode = Literal["eof", "kill"]
 Status = Literal["passed", "failed", "agent_error", "environment_error"]
@@ -415,46 +416,3 @@ def _kill_quietly(session: Session | None, outcome: CaseOutcome) -> None:
 
 
 # -- scoring ---------------------------------------------------------------------------------
-
-
-def summarize(cases: Sequence[Mapping[str, Any]],
-              dimensions: Sequence[tuple[str, float]]) -> dict[str, Any]:
-    """Dimension scores pooled over seeds, the weighted score, validity and full resolution.
-
-    ``cases`` are case records (their ``checks`` and ``status``); ``dimensions`` the declared
-    (id, weight) pairs in order. An unassessed case makes the evaluation invalid and its score
-    null; resolution needs validity and every case passed.
-    """
-    groups: dict[str, dict[str, Any]] = {}
-    for dimension, weight in dimensions:
-        total = assessed = passed = 0
-        for record in cases:
-            checks: Mapping[str, bool | None] = record["checks"]
-            if dimension not in checks:
-                continue
-            total += 1
-            if checks[dimension] is not None:
-                assessed += 1
-            if checks[dimension] is True:
-                passed += 1
-        groups[dimension] = {
-            "passed": passed,
-            "total": total,
-            "assessed": assessed,
-            "weight": weight,
-            "score": passed / assessed if assessed else None,
-        }
-    valid = bool(cases) and all(record["status"] != "environment_error" for record in cases)
-    score: float | None = None
-    if valid:
-        score = round(sum(weight * (groups[dimension]["score"] or 0.0)
-                          for dimension, weight in dimensions), 8)
-    resolved = valid and all(record["status"] == "passed" for record in cases)
-    status = "environment_error" if not valid else ("passed" if resolved else "failed")
-    return {
-        "valid": valid,
-        "status": status,
-        "score": score,
-        "resolved": resolved,
-        "dimensions": groups,
-    }

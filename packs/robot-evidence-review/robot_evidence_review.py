@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from evalarc.canonical import JSONValue, canonical_json, sha256_bytes, sha256_json
 from evalarc.errors import EnvironmentFailure, InputError
 from evalarc.runtime.protocol import AgentFault, CaseRun, Session
+from evalarc.scoring import summarize as summarize  # the pack interface re-exports it
 
 Status = Literal["passed", "failed", "agent_error", "environment_error"]
 Vector = tuple[float, float, float]
@@ -599,30 +600,3 @@ def _kill_quietly(session: Session | None, outcome: CaseOutcome) -> None:
 
 
 # -- scoring -----------------------------------------------------------------------------------
-
-
-def summarize(cases: Sequence[Mapping[str, Any]],
-              dimensions: Sequence[tuple[str, float]]) -> dict[str, Any]:
-    """Dimension scores pooled over seeds, the weighted score, validity and full resolution.
-
-    Per dimension: ``total`` cases carrying the check, ``assessed`` non-null, ``passed`` exactly
-    true, ``score`` passed/assessed. Any unassessed case makes the evaluation invalid and its
-    score null; resolution needs validity and every case passed.
-    """
-    groups: dict[str, dict[str, Any]] = {}
-    for dimension, weight in dimensions:
-        values = [record["checks"][dimension] for record in cases
-                  if dimension in record["checks"]]
-        assessed = sum(value is not None for value in values)
-        passed = sum(value is True for value in values)
-        groups[dimension] = {"passed": passed, "total": len(values), "assessed": assessed,
-                             "weight": weight, "score": passed / assessed if assessed else None}
-    valid = bool(cases) and all(record["status"] != "environment_error" for record in cases)
-    score: float | None = None
-    if valid:
-        score = round(sum(weight * (groups[dimension]["score"] or 0.0)
-                          for dimension, weight in dimensions), 8)
-    resolved = valid and all(record["status"] == "passed" for record in cases)
-    status = "environment_error" if not valid else ("passed" if resolved else "failed")
-    return {"valid": valid, "status": status, "score": score, "resolved": resolved,
-            "dimensions": groups}

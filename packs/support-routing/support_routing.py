@@ -24,6 +24,7 @@ from typing import Any, Literal, NamedTuple
 from evalarc.canonical import JSONValue, json_equal, sha256_json
 from evalarc.errors import EnvironmentFailure
 from evalarc.runtime.protocol import AgentFault, CaseRun, Session
+from evalarc.scoring import summarize as summarize  # the pack interface re-exports it
 
 Status = Literal["passed", "failed", "agent_error", "environment_error"]
 FaultTool = Literal["assign_queue", "add_note"]
@@ -524,38 +525,3 @@ def _kill_quietly(session: Session | None, outcome: EpisodeOutcome) -> None:
 
 
 # -- scoring -----------------------------------------------------------------------------------
-
-
-def summarize(cases: Sequence[Mapping[str, Any]],
-              dimensions: Sequence[tuple[str, float]]) -> dict[str, Any]:
-    """Per-dimension pass rates pooled over seeds, the weighted score, validity and resolution.
-
-    Every episode carries one check per dimension. An unassessed episode makes the evaluation
-    invalid and its score null; resolution needs validity and every episode passed.
-    """
-    groups: dict[str, dict[str, Any]] = {}
-    for dimension, weight in dimensions:
-        values = [record["checks"][dimension] for record in cases
-                  if dimension in record["checks"]]
-        assessed = [value for value in values if value is not None]
-        passed = sum(1 for value in assessed if value is True)
-        groups[dimension] = {
-            "passed": passed,
-            "total": len(values),
-            "assessed": len(assessed),
-            "weight": weight,
-            "score": passed / len(assessed) if assessed else None,
-        }
-    valid = bool(cases) and all(record["status"] != "environment_error" for record in cases)
-    score: float | None = None
-    if valid:
-        score = round(sum(weight * (groups[dimension]["score"] or 0.0)
-                          for dimension, weight in dimensions), 8)
-    resolved = valid and all(record["status"] == "passed" for record in cases)
-    return {
-        "valid": valid,
-        "status": "environment_error" if not valid else ("passed" if resolved else "failed"),
-        "score": score,
-        "resolved": resolved,
-        "dimensions": groups,
-    }
