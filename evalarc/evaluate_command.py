@@ -23,6 +23,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -272,22 +273,56 @@ def _make_backend(
         from evalarc.runtime.local import LocalBackend
 
         return LocalBackend(snapshot.path, snapshot.command, limits, work_root)
-    from evalarc.runtime.docker_backend import DockerBackend
+    from evalarc.runtime.docker_backend import DockerBackend, DockerCaseRun
 
-    return DockerBackend(snapshot.path, snapshot.command, limits, work_root, image=options.image)
+    class TrackedDockerBackend(DockerBackend):
+        """Remembers containers whose creation was interrupted (Ctrl-C while the engine was
+        still creating them): the engine may finish creating one after we stopped waiting."""
+
+        unfinished: list[str]
+
+        def create_container(self, case: DockerCaseRun) -> Any:
+            name = f"evalarc-{case.case_id}-{case.containers_made}"
+            try:
+                return super().create_container(case)
+            except KeyboardInterrupt:
+                self.unfinished.append(name)
+                raise
+
+    backend = TrackedDockerBackend(
+        snapshot.path, snapshot.command, limits, work_root, image=options.image
+    )
+    backend.unfinished = []
+    return backend
+
+
+UNFINISHED_CREATE_WAIT = 5.0
+"""Seconds to wait for the engine to finish a container creation we interrupted."""
 
 
 def close_backend(backend: Backend) -> None:
     """Remove every container a Docker backend made (a safety net behind each case's own
-    cleanup, e.g. after a second Ctrl-C) and close its engine connection."""
+    cleanup, e.g. after Ctrl-C in the middle of a Docker call) and close its engine connection."""
+    from docker.errors import NotFound
+
     from evalarc.runtime.docker_backend import BACKEND_LABEL, DockerBackend
 
     if not isinstance(backend, DockerBackend):
         return
     client = backend.client
+    for name in getattr(backend, "unfinished", []):
+        deadline = time.monotonic() + UNFINISHED_CREATE_WAIT
+        while time.monotonic() < deadline:
+            try:
+                client.containers.get(name).remove(force=True)
+                break
+            except NotFound:
+                time.sleep(0.1)
+            except Exception:  # the engine is failing; the label sweep below tries once more
+                break
     with suppress(Exception):
         for container in client.containers.list(
-            all=True, filters={"label": f"{BACKEND_LABEL}={backend.backend_id}"}
+            all=True, sparse=True, filters={"label": f"{BACKEND_LABEL}={backend.backend_id}"}
         ):
             with suppress(Exception):
                 container.remove(force=True)
