@@ -244,6 +244,140 @@ def eval_health(
     sys.exit(int(ExitCode.REJECTED if require_healthy and not healthy else ExitCode.ACCEPTED))
 
 
+@main.command("hillclimb-review")
+@click.argument("baseline", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("steps", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--held-out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="An evalarc.case-split.v1 file naming the cases never used for tuning.",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["quality", "cost"]),
+    default="quality",
+    show_default=True,
+    help="Keep steps that raise pass rates, or that cut cost without losing any.",
+)
+@click.option(
+    "--cost-metric",
+    type=click.Choice(["auto", "cost", "tokens", "duration"]),
+    default="auto",
+    show_default=True,
+)
+@click.option(
+    "--max-cost-ratio",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="With --objective cost, the final/baseline cost ratio a merge may reach.",
+)
+@click.option(
+    "--stall-after",
+    type=int,
+    default=2,
+    show_default=True,
+    help="Triage a stall after this many steps in a row are rolled back.",
+)
+@click.option("--min-effect", type=float, help="The smallest pass-rate change you need to see.")
+@click.option(
+    "--harness",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    help="File or folder scanned for verbatim case text (repeatable).",
+)
+@click.option("--format", "fmt", type=_FORMAT_CHOICE, default="auto", show_default=True)
+@click.option("--threshold", type=float, default=1.0, show_default=True)
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Write a new, self-verifying report folder here.",
+)
+@click.option(
+    "--markdown",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Append the Markdown summary to this file.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the full review JSON instead of text.")
+def hillclimb_review(
+    baseline: Path,
+    steps: tuple[Path, ...],
+    held_out: Path,
+    objective: str,
+    cost_metric: str,
+    max_cost_ratio: float,
+    stall_after: int,
+    min_effect: float | None,
+    harness: tuple[Path, ...],
+    fmt: str,
+    threshold: float,
+    output: Path | None,
+    markdown: Path | None,
+    as_json: bool,
+) -> None:
+    """Replay a hill climb (BASELINE, then each STEP tried); exit 0 only if a merge is
+    recommended."""
+    from evalarc.hillclimb_report import HillclimbRequest, run_hillclimb_review
+    from evalarc.review.hillclimb import HillclimbOptions
+    from evalarc.review.hillclimb_text import markdown_summary, terminal_lines
+
+    options = HillclimbOptions(
+        objective=objective,
+        cost_metric=cost_metric,
+        max_cost_ratio=max_cost_ratio,
+        stall_after=stall_after,
+        min_effect=min_effect,
+    )
+    request = HillclimbRequest(
+        results=[baseline, *steps],
+        held_out=held_out,
+        options=options,
+        format=fmt,
+        threshold=threshold,
+        harness=list(harness) if harness else None,
+    )
+    report = run_hillclimb_review(request, output)
+    if markdown is not None:
+        _append(markdown, markdown_summary(report))
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        for line in terminal_lines(report, str(output) if output is not None else None):
+            click.echo(line)
+    merge = bool(report["merge_recommended"])
+    sys.exit(int(ExitCode.ACCEPTED if merge else ExitCode.REJECTED))
+
+
+@main.command("hillclimb-run")
+@click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    required=True,
+    help="A NEW folder outside the workspace for results, patches and the review.",
+)
+@click.option(
+    "--trust-local",
+    is_flag=True,
+    help="Allow the configured commands to run on this host with your privileges.",
+)
+@click.option("--quiet", is_flag=True, help="Print only the final lines.")
+def hillclimb_run(config: Path, output: Path, trust_local: bool, quiet: bool) -> None:
+    """Drive a hill climb with CONFIG's evaluate and propose commands; exit 0 only if a merge
+    is recommended."""
+    from evalarc.hillclimb_run import run_hillclimb_loop
+
+    def show(line: str) -> None:
+        if not quiet:
+            click.echo(line)
+
+    result = run_hillclimb_loop(config, output, trust_local=trust_local, on_line=show)
+    for line in result.final_lines():
+        click.echo(line)
+    sys.exit(int(ExitCode.ACCEPTED if result.merge_recommended else ExitCode.REJECTED))
+
+
 @main.command()
 @click.argument("evidence", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print evalarc.verification.v1 JSON.")
