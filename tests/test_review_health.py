@@ -24,6 +24,7 @@ from evalarc.formats.model import Attempt, Run, SampleMeta, Source
 from evalarc.review.health import (
     FINDING_IDS,
     HEALTH_SCHEMA,
+    MAX_FINDING_ITEMS,
     TRIAGE_NEXT_STEPS,
     HealthOptions,
     attempts_for_effect,
@@ -449,7 +450,9 @@ def test_capability_inversion_beyond_noise_is_a_warning() -> None:
 
 def test_flaky_share_boundary_and_severity() -> None:
     # 1 flaky of 10 repeated checks is exactly 10%: info; 2 of 10 is a warning.
-    cases = {f"c{i}": {"k": [True, True]} for i in range(9)}
+    cases: dict[str, dict[str, list[bool | None]]] = {
+        f"c{i}": {"k": [True, True]} for i in range(9)
+    }
     unsaturated = HealthOptions(saturation=1.0)
     one = compute_health(
         [_run("a.json", {**cases, "x": {"k": [True, False]}})], unsaturated, created_at=CREATED
@@ -868,3 +871,18 @@ def test_page_model(corpus: Path) -> None:
     healthy = build_health_page(health(corpus / "inspect/capitals.current.json"), None)
     assert healthy.verdict_title == "Ready to tune against: no warnings"
     assert healthy.cases == []
+
+
+def test_finding_items_are_capped_with_a_total() -> None:
+    cases = {f"c{index:04d}": {"k": [None, True]} for index in range(MAX_FINDING_ITEMS + 5)}
+    report = compute_health([_run("big.json", cases)], HealthOptions(), created_at=CREATED)
+    unassessed = finding(report, "unassessed_attempts")
+    assert unassessed is not None
+    assert len(unassessed["items"]) == MAX_FINDING_ITEMS
+    assert unassessed["items_total"] == MAX_FINDING_ITEMS + 5
+    assert unassessed["value"] == 0.5
+    text = markdown_summary(report)
+    assert f"  - {MAX_FINDING_ITEMS + 5 - 10} more in `health.json`" in text
+    page = build_health_page(report, None)
+    block = next(b for b in page.findings if b.id == "unassessed_attempts")
+    assert len(block.items) == 200 and block.hidden_items == MAX_FINDING_ITEMS + 5 - 200

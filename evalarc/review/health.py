@@ -173,10 +173,15 @@ class FindingItem:
 
 @dataclass(frozen=True)
 class Finding:
+    """One finding of ``health.json``; ``id`` is one of FINDING_IDS."""
+
     id: str
     severity: str
+    """``warning`` (counts against ``healthy``) or ``info``."""
     message: str
     value: float | int | None = None
+    """The finding's measure: a share (flaky, unassessed, synthetic), a pass rate (saturated),
+    a resolvable change, the lowest delta (inversion) or a count of what it lists."""
     items: list[FindingItem] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -257,7 +262,7 @@ def _run_summary(run: Run) -> dict[str, Any]:
     truncated = sum(meta.truncated for metas in run.samples.values() for meta in metas)
     return {
         "source": run.source.to_json(),
-        "identity": run.identity,
+        "identity": dict(run.identity),
         "incomplete": run.incomplete,
         "cases": len(run.cases),
         "checks": checks,
@@ -662,9 +667,29 @@ def _config_not_applied(runs: Sequence[Run]) -> list[Finding]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class CapabilityStep:
+    """Two neighbouring files under ``--ordered``: the later one is declared stronger."""
+
+    weaker: str
+    stronger: str
+    delta: float | None
+    within_sampling_noise: bool
+    inverted: bool
+    """The stronger file's pass rate is below the weaker one's (compared exactly)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "weaker": self.weaker,
+            "stronger": self.stronger,
+            "delta": self.delta,
+            "within_sampling_noise": self.within_sampling_noise,
+        }
+
+
 def _capability_order(
     runs: Sequence[Run], summaries: list[dict[str, Any]], ordered: bool
-) -> list[dict[str, Any]]:
+) -> list[CapabilityStep]:
     if not ordered:
         return []
     steps = []
@@ -675,31 +700,30 @@ def _capability_order(
             if weaker["pass_rate"] is not None and stronger["pass_rate"] is not None
             else None
         )
-        overlap = intervals_overlap(
-            wilson_interval(weaker["passed"], weaker["assessed"]),
-            wilson_interval(stronger["passed"], stronger["assessed"]),
-        )
         steps.append(
-            {
-                "weaker": runs[index - 1].source.name,
-                "stronger": runs[index].source.name,
-                "delta": delta,
-                "within_sampling_noise": overlap,
-                # Exact comparison of the two rates (cross-multiplied), kept out of the JSON.
-                "_inverted": delta is not None
+            CapabilityStep(
+                weaker=runs[index - 1].source.name,
+                stronger=runs[index].source.name,
+                delta=delta,
+                within_sampling_noise=intervals_overlap(
+                    wilson_interval(weaker["passed"], weaker["assessed"]),
+                    wilson_interval(stronger["passed"], stronger["assessed"]),
+                ),
+                # Cross-multiplied so that two equal rates never compare unequal by rounding.
+                inverted=delta is not None
                 and stronger["passed"] * weaker["assessed"]
                 < weaker["passed"] * stronger["assessed"],
-            }
+            )
         )
     return steps
 
 
-def _inversion_finding(steps: list[dict[str, Any]]) -> list[Finding]:
-    inverted = [step for step in steps if step["_inverted"]]
+def _inversion_finding(steps: list[CapabilityStep]) -> list[Finding]:
+    inverted = [step for step in steps if step.inverted and step.delta is not None]
     if not inverted:
         return []
-    beyond_noise = [step for step in inverted if not step["within_sampling_noise"]]
-    pairs = [f"{step['stronger']} < {step['weaker']}" for step in inverted]
+    beyond_noise = [step for step in inverted if not step.within_sampling_noise]
+    pairs = [f"{step.stronger} < {step.weaker}" for step in inverted]
     message = (
         f"{_plural(len(inverted), 'configuration')} declared stronger scored lower than the one "
         f"before it ({_listed(pairs, 3)})"
@@ -713,7 +737,7 @@ def _inversion_finding(steps: list[dict[str, Any]]) -> list[Finding]:
             "capability_inversion",
             WARNING if beyond_noise else INFO,
             message,
-            value=min(float(step["delta"]) for step in inverted),
+            value=min(step.delta for step in inverted if step.delta is not None),
         )
     ]
 
@@ -828,10 +852,9 @@ def failure_triage(
     triage = []
     for case_id in sorted(last.cases):
         checks = last.cases[case_id]
+        tallies = {check: tally(attempts) for check, attempts in sorted(checks.items())}
         failing = {
-            check: tally(attempts)
-            for check, attempts in sorted(checks.items())
-            if tally(attempts).passed < len(attempts)
+            check: counts for check, counts in tallies.items() if counts.passed < counts.attempts
         }
         if not failing:
             continue
@@ -978,9 +1001,7 @@ def compute_health(
         "ordered": options.ordered,
         "runs": summaries,
         "noise": noise,
-        "capability_order": [
-            {key: value for key, value in step.items() if not key.startswith("_")} for step in steps
-        ],
+        "capability_order": [step.to_json() for step in steps],
         "graders": {
             "subject_models": _union(runs, "subject_models"),
             "grader_models": _union(runs, "grader_models"),
