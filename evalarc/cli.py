@@ -510,7 +510,7 @@ def _parse_seeds(
     "--image",
     default="python:3.12-slim",
     show_default=True,
-    help="Docker image (local only, never pulled); JavaScript needs a Node image.",
+    help="Docker image, used only if present locally (never pulled); JavaScript needs Node.",
 )
 @click.option(
     "--seeds",
