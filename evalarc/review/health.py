@@ -12,7 +12,7 @@ and ``evalarc verify`` get identical results from identical inputs.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -222,12 +222,34 @@ def _listed(names: Sequence[str], limit: int = 5) -> str:
 # -- per-run facts ----------------------------------------------------------------------------
 
 
-def _checks(run: Run) -> Iterator[tuple[str, str, list[Attempt]]]:
-    """Every (case, check, attempts) of a run in sorted order."""
+@dataclass(frozen=True, slots=True)
+class _CheckRow:
+    case_id: str
+    check: str
+    attempts: list[Attempt]
+    counts: Tally
+
+
+@dataclass(frozen=True)
+class _RunTable:
+    """A run with every (case, check) tallied once, in sorted order; the findings share it."""
+
+    run: Run
+    rows: list[_CheckRow]
+
+    @property
+    def name(self) -> str:
+        return self.run.source.name
+
+
+def _table(run: Run) -> _RunTable:
+    rows = []
     for case_id in sorted(run.cases):
         checks = run.cases[case_id]
         for check in sorted(checks):
-            yield case_id, check, checks[check]
+            attempts = checks[check]
+            rows.append(_CheckRow(case_id, check, attempts, tally(attempts)))
+    return _RunTable(run, rows)
 
 
 def _sum_usage(run: Run, metric: str) -> tuple[float | None, int]:
@@ -247,10 +269,11 @@ def _mean(total: float | None, reported: int) -> float | None:
     return total / reported if total is not None and reported else None
 
 
-def _run_summary(run: Run) -> dict[str, Any]:
+def _run_summary(table: _RunTable) -> dict[str, Any]:
+    run = table.run
     passed = assessed = attempts = checks = repeated = max_attempts = 0
-    for _, _, check_attempts in _checks(run):
-        counts = tally(check_attempts)
+    for row in table.rows:
+        counts = row.counts
         checks += 1
         passed += counts.passed
         assessed += counts.assessed
@@ -346,19 +369,19 @@ def _saturated(
     ]
 
 
-def _pooled(runs: Sequence[Run]) -> dict[tuple[str, str], Tally]:
+def _pooled(tables: Sequence[_RunTable]) -> dict[tuple[str, str], Tally]:
     pooled: dict[tuple[str, str], Tally] = {}
-    for run in runs:
-        for case_id, check, attempts in _checks(run):
-            counts = tally(attempts)
-            before = pooled.get((case_id, check))
+    for table in tables:
+        for row in table.rows:
+            counts = row.counts
+            before = pooled.get((row.case_id, row.check))
             if before is not None:
                 counts = Tally(
                     before.passed + counts.passed,
                     before.assessed + counts.assessed,
                     before.attempts + counts.attempts,
                 )
-            pooled[(case_id, check)] = counts
+            pooled[(row.case_id, row.check)] = counts
     return dict(sorted(pooled.items()))
 
 
@@ -383,13 +406,13 @@ def _always_failing(pooled: dict[tuple[str, str], Tally], files: int) -> list[Fi
     ]
 
 
-def _flaky(runs: Sequence[Run], summaries: list[dict[str, Any]]) -> list[Finding]:
-    items: list[FindingItem] = []
-    for run in runs:
-        for case_id, check, attempts in _checks(run):
-            counts = tally(attempts)
-            if 0 < counts.passed < counts.assessed:
-                items.append(_item(case_id, check, counts, run.source.name))
+def _flaky(tables: Sequence[_RunTable], summaries: list[dict[str, Any]]) -> list[Finding]:
+    items = [
+        _item(row.case_id, row.check, row.counts, table.name)
+        for table in tables
+        for row in table.rows
+        if 0 < row.counts.passed < row.counts.assessed
+    ]
     repeated = sum(int(s["repeated_checks"]) for s in summaries)
     if not items or repeated == 0:
         return []
@@ -408,17 +431,16 @@ def _flaky(runs: Sequence[Run], summaries: list[dict[str, Any]]) -> list[Finding
     ]
 
 
-def _unassessed(runs: Sequence[Run]) -> list[Finding]:
+def _unassessed(tables: Sequence[_RunTable]) -> list[Finding]:
     items: list[FindingItem] = []
     unassessed = total = 0
-    for run in runs:
-        for case_id, check, attempts in _checks(run):
-            counts = tally(attempts)
-            total += counts.attempts
-            missing = counts.attempts - counts.assessed
+    for table in tables:
+        for row in table.rows:
+            total += row.counts.attempts
+            missing = row.counts.attempts - row.counts.assessed
             if missing:
                 unassessed += missing
-                items.append(_item(case_id, check, counts, run.source.name))
+                items.append(_item(row.case_id, row.check, row.counts, table.name))
     if not unassessed:
         return []
     share = unassessed / total
@@ -434,8 +456,8 @@ def _unassessed(runs: Sequence[Run]) -> list[Finding]:
     ]
 
 
-def _single_attempt(runs: Sequence[Run]) -> list[Finding]:
-    if any(len(attempts) > 1 for run in runs for _, _, attempts in _checks(run)):
+def _single_attempt(tables: Sequence[_RunTable]) -> list[Finding]:
+    if any(row.counts.attempts > 1 for table in tables for row in table.rows):
         return []
     return [
         Finding(
@@ -466,25 +488,36 @@ def _noise_finding(run: Run, noise: dict[str, Any], min_effect: float | None) ->
 
 
 def _inconsistent_outputs(
-    runs: Sequence[Run],
+    tables: Sequence[_RunTable],
 ) -> dict[tuple[str, str, str], tuple[list[tuple[str, bool]], set[str]]]:
-    """(case, check, output digest) graded both pass and fail -> (verdicts, files)."""
-    seen: dict[tuple[str, str, str], tuple[list[tuple[str, bool]], set[str]]] = {}
-    for run in runs:
-        for case_id, check, attempts in _checks(run):
-            for attempt in attempts:
+    """(case, check, output digest) graded both pass and fail -> (verdicts, files).
+
+    A first pass keeps only a two-bit mark per key (most outputs are graded once); verdicts are
+    collected in a second pass for the few keys that saw both.
+    """
+    marks: dict[tuple[str, str, str], int] = {}
+    for table in tables:
+        for row in table.rows:
+            for attempt in row.attempts:
                 if attempt.output_sha256 is None or attempt.passed is None:
                     continue
-                verdicts, files = seen.setdefault(
-                    (case_id, check, attempt.output_sha256), ([], set())
-                )
-                verdicts.append((run.source.name, attempt.passed))
-                files.add(run.source.name)
-    return {
-        key: value
-        for key, value in sorted(seen.items())
-        if {passed for _, passed in value[0]} == {True, False}
-    }
+                key = (row.case_id, row.check, attempt.output_sha256)
+                marks[key] = marks.get(key, 0) | (1 if attempt.passed else 2)
+    both = {key for key, mark in marks.items() if mark == 3}
+    found: dict[tuple[str, str, str], tuple[list[tuple[str, bool]], set[str]]] = {}
+    if not both:
+        return found
+    for table in tables:
+        for row in table.rows:
+            for attempt in row.attempts:
+                if attempt.output_sha256 is None or attempt.passed is None:
+                    continue
+                key = (row.case_id, row.check, attempt.output_sha256)
+                if key in both:
+                    verdicts, files = found.setdefault(key, ([], set()))
+                    verdicts.append((table.name, attempt.passed))
+                    files.add(table.name)
+    return dict(sorted(found.items()))
 
 
 def _inconsistent_finding(
@@ -964,12 +997,13 @@ def compute_health(
     """
     options.validate(len(runs))
     check_health_inputs(runs)
-    summaries = [_run_summary(run) for run in runs]
+    tables = [_table(run) for run in runs]
+    summaries = [_run_summary(table) for table in tables]
     last = runs[-1]
     last_summary = summaries[-1]
     noise = noise_review(last_summary["passed"], last_summary["assessed"], options.min_effect)
-    pooled = _pooled(runs)
-    inconsistent = _inconsistent_outputs(runs)
+    pooled = _pooled(tables)
+    inconsistent = _inconsistent_outputs(tables)
     steps = _capability_order(runs, summaries, options.ordered)
     all_cases = sorted({case for run in runs for case in run.cases})
     provenance = review_provenance(manifest, all_cases) if manifest is not None else None
@@ -978,9 +1012,9 @@ def compute_health(
     findings: list[Finding] = [
         *_saturated(runs, summaries, options.saturation),
         *_always_failing(pooled, len(runs)),
-        *_flaky(runs, summaries),
-        *_unassessed(runs),
-        *_single_attempt(runs),
+        *_flaky(tables, summaries),
+        *_unassessed(tables),
+        *_single_attempt(tables),
         *_noise_finding(last, noise, options.min_effect),
         *_inconsistent_finding(inconsistent),
         *_truncated(runs),
