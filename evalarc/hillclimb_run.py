@@ -25,6 +25,7 @@ import fnmatch
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -785,13 +786,18 @@ class _Loop:
             ) from None
         except OSError as error:
             raise OutputError(f"cannot create {self.output}: {error.strerror or error}") from None
-        for folder in ("results", "steps"):
-            (self.output / folder).mkdir()
-        for relative, data in self.original.items():
-            write_bytes(self.output / "original" / relative, data)
-        copy_verified(config.held_out, self.output / SPLIT_FILE, self.split.source.sha256)
-        write_bytes(self.output / "config.toml", config.data)
-        self.write_loop()
+        try:
+            for folder in ("results", "steps"):
+                (self.output / folder).mkdir()
+            for relative, data in self.original.items():
+                write_bytes(self.output / "original" / relative, data)
+            copy_verified(config.held_out, self.output / SPLIT_FILE, self.split.source.sha256)
+            write_bytes(self.output / "config.toml", config.data)
+            self.write_loop()
+        except BaseException:
+            # Nothing has run yet: leave no folder rather than a half-made one.
+            shutil.rmtree(self.output, ignore_errors=True)
+            raise
 
     def baseline(self) -> None:
         name = "00-baseline" + self.config.result_suffix
