@@ -632,7 +632,7 @@ def run_command(
                 code = process.wait(timeout=_POLL_SECONDS)
                 break
             except subprocess.TimeoutExpired:
-                if max(out.tell(), _size(out_path), _size(err_path)) > MAX_COMMAND_OUTPUT:
+                if max(_size(out_path), _size(err_path)) > MAX_COMMAND_OUTPUT:
                     problem = f"wrote more than {MAX_COMMAND_OUTPUT // (1024 * 1024)} MiB of output"
                 elif time.monotonic() > deadline:
                     problem = f"timed out after {timeout:g} s"

@@ -332,6 +332,31 @@ def test_propose_timeout_is_enforced(tmp_path: Path) -> None:
     assert "timed out after 1 s" in loop_json(out)["steps"][0]["reason"]
 
 
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ("import sys\nsys.stdout.write('x' * (9 * 1024 * 1024))\n", "more than 8 MiB"),
+        (None, "could not start"),
+    ],
+)
+def test_runaway_output_and_missing_executable_fail_the_proposal(
+    tmp_path: Path, body: str | None, fragment: str
+) -> None:
+    config = example(tmp_path)
+    command = (
+        ["{python}", write_script(config, "loud.py", body)]
+        if body is not None
+        else ["./no-such-proposer"]
+    )
+    config = example(tmp_path, propose=command, max_iterations=1)
+    out = tmp_path / "run"
+    result = climb(config, out)
+    assert result.exit_code == 1, result.output
+    step = loop_json(out)["steps"][0]
+    assert step["decision"] == "propose_failed"
+    assert fragment in step["reason"]
+
+
 def test_failing_evaluate_stops_with_exit_2(tmp_path: Path) -> None:
     script = write_script(example(tmp_path), "broken_eval.py", "raise SystemExit(1)\n")
     config = example(tmp_path, evaluate=["{python}", script, "{output}"])
