@@ -1,0 +1,153 @@
+"""``evalarc trajectory`` as a library call: read the checkpoints file, compute, write the report
+folder; and the recomputation of a saved trajectory folder for ``verify``. Both sides call
+:func:`evalarc.review.trajectory.trajectory_from_document`, so they cannot drift apart.
+
+Folder layout: ``checkpoints.json`` (a byte copy of the input), ``params.json`` (kind
+``trajectory`` and the budget), ``trajectory.json`` (the report) and ``index.html`` (the page
+with the left-step curve).
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+from typing import Any
+
+from evalarc.bundle import (
+    MAX_REPORT_JSON_BYTES,
+    PARAMS_FILE,
+    EvidenceFolder,
+    ReportKind,
+    copy_verified,
+    params_document,
+    staged_folder,
+    write_json,
+    write_text,
+)
+from evalarc.canonical import JSONValue, sha256_bytes, strict_loads
+from evalarc.errors import EvalArcError, InputError, VerificationError
+from evalarc.formats.model import Source
+from evalarc.review.trajectory import (
+    TRAJECTORY_SCHEMA,
+    check_budget,
+    trajectory_from_document,
+)
+
+KIND = "trajectory"
+REPORT_FILE = "trajectory.json"
+CHECKPOINTS_FILE = "checkpoints.json"
+PAGE_FILE = "index.html"
+MAX_CHECKPOINTS_BYTES = MAX_REPORT_JSON_BYTES
+"""64 MiB: a complete durable-kv evaluation is about 26 KB, so thousands of checkpoints fit."""
+
+
+def parse_checkpoints_bytes(data: bytes, name: str) -> JSONValue:
+    """Parse checkpoint JSON strictly (no duplicate keys, NaN or overflowing numbers)."""
+    try:
+        return strict_loads(data)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise InputError(f"{name} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise InputError(f"{name} is not valid JSON: nested too deeply") from None
+
+
+def read_checkpoints(path: Path) -> tuple[JSONValue, Source]:
+    """Read and parse a checkpoints file; errors name the file and the reason."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise InputError(f"checkpoints file {path} does not exist") from None
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"checkpoints file {path} is not a regular file")
+    if info.st_size > MAX_CHECKPOINTS_BYTES:
+        raise InputError(f"{path.name} exceeds {MAX_CHECKPOINTS_BYTES} bytes")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CHECKPOINTS_BYTES + 1)
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
+    if len(data) > MAX_CHECKPOINTS_BYTES:
+        raise InputError(f"{path.name} exceeds {MAX_CHECKPOINTS_BYTES} bytes")
+    return parse_checkpoints_bytes(data, path.name), Source(path.name, sha256_bytes(data))
+
+
+def run_trajectory(
+    checkpoints: Path, budget_seconds: float, output: Path | None = None
+) -> dict[str, Any]:
+    """Validate the budget, read and check every checkpoint, compute the report and, with
+    ``output``, publish the report folder (nothing is written when anything is refused)."""
+    budget = check_budget(budget_seconds)
+    document, source = read_checkpoints(checkpoints)
+    report = trajectory_from_document(document, budget, source)
+    if output is not None:
+        write_trajectory_folder(output, checkpoints, source, report)
+    return report
+
+
+def _params(report: dict[str, Any]) -> dict[str, JSONValue]:
+    return params_document(
+        KIND,
+        {"budget_seconds": report["budget_seconds"], "inputs": [{"file": CHECKPOINTS_FILE}]},
+    )
+
+
+def write_trajectory_folder(
+    output: Path, checkpoints: Path, source: Source, report: dict[str, Any]
+) -> None:
+    """Publish the trajectory report folder atomically (see :mod:`evalarc.bundle`)."""
+    from evalarc.site.trajectory_page import render_trajectory_page
+
+    page = render_trajectory_page(report)
+    with staged_folder(output) as folder:
+        copy_verified(checkpoints, folder / CHECKPOINTS_FILE, source.sha256)
+        write_json(folder / PARAMS_FILE, _params(report))
+        write_json(folder / REPORT_FILE, report)
+        write_text(folder / PAGE_FILE, page)
+
+
+def recompute_trajectory_folder(
+    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
+) -> dict[str, Any]:
+    """Recompute a saved trajectory from its checkpoints copy and recorded budget."""
+    if recorded.get("schema_version") != TRAJECTORY_SCHEMA:
+        raise VerificationError(f"{REPORT_FILE} does not hold a trajectory report")
+    inputs = params.get("inputs")
+    if inputs != [{"file": CHECKPOINTS_FILE}]:
+        raise VerificationError(f"{PARAMS_FILE} must list {CHECKPOINTS_FILE} as the one input")
+    try:
+        budget = check_budget(params.get("budget_seconds"))
+    except EvalArcError as error:
+        raise VerificationError(f"{PARAMS_FILE}: {error.message}") from None
+    data = folder.read_bytes(CHECKPOINTS_FILE, limit=MAX_CHECKPOINTS_BYTES)
+    recorded_source = recorded.get("source")
+    if not isinstance(recorded_source, dict) or not isinstance(recorded_source.get("name"), str):
+        raise VerificationError(f"{REPORT_FILE} does not name its checkpoints source")
+    if folder.files[CHECKPOINTS_FILE].sha256 != recorded_source.get("sha256"):
+        raise VerificationError(f"{CHECKPOINTS_FILE} differs from the input the report recorded")
+    source = Source(recorded_source["name"], folder.files[CHECKPOINTS_FILE].sha256)
+    try:
+        document = parse_checkpoints_bytes(data, CHECKPOINTS_FILE)
+        return trajectory_from_document(document, budget, source)
+    except EvalArcError as error:
+        raise VerificationError(
+            f"{CHECKPOINTS_FILE} no longer passes validation: {error.message}"
+        ) from None
+
+
+def trajectory_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """What ``verify`` says about a trajectory: it is valid, so it passed; and its area."""
+    return {
+        "passed": True,
+        "normalized_score_area": report.get("normalized_score_area"),
+        "checkpoint_count": report.get("checkpoint_count"),
+    }
+
+
+REPORT_KIND = ReportKind(
+    name=KIND,
+    report_file=REPORT_FILE,
+    recompute=recompute_trajectory_folder,
+    summarize=trajectory_summary,
+)
