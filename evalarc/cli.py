@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from evalarc import __version__
-from evalarc.errors import EvalArcError, ExitCode, OutputError
+from evalarc.errors import EvalArcError, ExitCode, OutputError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -500,17 +500,23 @@ def _parse_seeds(
 @click.option("--task", default="durable-kv", show_default=True, help="Task pack id.")
 @click.option(
     "--backend",
-    type=click.Choice(["docker", "local"]),
+    type=click.Choice(["docker", "local", "replay"]),
     default="docker",
     show_default=True,
-    help="Where the candidate runs; local needs --trust-local.",
+    help="Where the candidate runs; local needs --trust-local; replay runs nothing and answers "
+    "from recordings.",
 )
 @click.option("--trust-local", is_flag=True, help="Allow --backend local (runs host code).")
 @click.option(
     "--image",
-    default="python:3.12-slim",
-    show_default=True,
-    help="Docker image, used only if present locally (never pulled); JavaScript needs Node.",
+    default=None,
+    help="Docker image, used only if present locally (never pulled); JavaScript needs Node "
+    "[default: python:3.12-slim; with replay: the recorded one].",
+)
+@click.option(
+    "--recordings",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Recordings folder for --backend replay [default: the bundled recordings].",
 )
 @click.option(
     "--seeds",
@@ -545,7 +551,8 @@ def evaluate(
     task: str,
     backend: str,
     trust_local: bool,
-    image: str,
+    image: str | None,
+    recordings: Path | None,
     seeds: tuple[int, ...] | None,
     timeout: float,
     case_timeout: float,
@@ -556,21 +563,25 @@ def evaluate(
 ) -> None:
     """Run CANDIDATE against a task pack; exit 0 resolved, 1 not resolved, 2 invalid."""
     from evalarc.evaluate_command import (
+        DEFAULT_IMAGE,
         EvaluateOptions,
         event_line,
         progress_line,
         run_evaluate,
     )
 
+    if recordings is not None and backend != "replay":
+        raise UsageError("--recordings is only for --backend replay")
     options = EvaluateOptions(
         task=task,
         backend=backend,
         trust_local=trust_local,
-        image=image,
+        image=image if image is not None or backend == "replay" else DEFAULT_IMAGE,
         seeds=seeds,
         timeout=timeout,
         case_timeout=case_timeout,
         startup_timeout=startup_timeout,
+        recordings=recordings,
     )
 
     def show(event: dict[str, Any]) -> None:
@@ -591,7 +602,145 @@ def evaluate(
         if progress:
             click.echo(event_line({"event": "run_error", "message": error.message}), err=True)
         raise
+    for note in result.notes:
+        click.echo(f"evalarc: {note}", err=True)
     click.echo(result.summary_line())
+    click.echo(str(result.output))
+    sys.exit(int(result.exit_code))
+
+
+@main.command(cls=_SeedsCommand)
+@click.option("--task", default="durable-kv", show_default=True, help="Task pack id.")
+@click.option(
+    "--language",
+    type=click.Choice(["python", "javascript"]),
+    default="python",
+    show_default=True,
+    help="Which reference (and faulty variants) to run.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["docker", "local", "replay"]),
+    default="docker",
+    show_default=True,
+    help="Where the controls run; local needs --trust-local; replay runs nothing and answers "
+    "from recordings.",
+)
+@click.option("--trust-local", is_flag=True, help="Allow --backend local (runs host code).")
+@click.option(
+    "--image",
+    default=None,
+    help="Docker image, used only if present locally (never pulled); JavaScript needs Node "
+    "[default: python:3.12-slim; with replay: the recorded one].",
+)
+@click.option(
+    "--recordings",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Recordings folder for --backend replay [default: the bundled recordings].",
+)
+@click.option(
+    "--seeds",
+    callback=_parse_seeds,
+    metavar="SEED...",
+    help="One or more distinct integer seeds [default: the pack's, 17 41 97].",
+)
+@click.option(
+    "--without-case",
+    "without_cases",
+    multiple=True,
+    metavar="CASE_ID",
+    help="Run the controls on the suite without this case (repeatable).",
+)
+@click.option(
+    "--timeout", type=float, default=10.0, show_default=True, help="Seconds per response."
+)
+@click.option(
+    "--case-timeout", type=float, default=60.0, show_default=True, help="Seconds per case."
+)
+@click.option(
+    "--startup-timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds for Docker readiness.",
+)
+@click.option("--jobs", type=int, default=None, help="Controls run at once [default: 2 per core].")
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("runs") / "audit",
+    show_default=True,
+    help="A NEW report folder.",
+)
+@click.option("--progress", is_flag=True, help="Stream evalarc.event.v1 JSON lines to stderr.")
+@click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
+def audit(
+    task: str,
+    language: str,
+    backend: str,
+    trust_local: bool,
+    image: str | None,
+    recordings: Path | None,
+    seeds: tuple[int, ...] | None,
+    without_cases: tuple[str, ...],
+    timeout: float,
+    case_timeout: float,
+    startup_timeout: float,
+    jobs: int | None,
+    output: Path,
+    progress: bool,
+    quiet: bool,
+) -> None:
+    """Run a pack's reference and every declared faulty variant; report how narrowly each fault
+    is detected. Exit 0 passed, 1 a fault survived or the reference failed, 2 invalid."""
+    from evalarc.audit_command import AuditOptions, progress_line, run_audit
+    from evalarc.evaluate_command import event_line
+    from evalarc.review.audit import summary_lines
+
+    if recordings is not None and backend != "replay":
+        raise UsageError("--recordings is only for --backend replay")
+    options = AuditOptions(
+        task=task,
+        language=language,
+        backend=backend,
+        trust_local=trust_local,
+        image=image,
+        seeds=seeds,
+        timeout=timeout,
+        case_timeout=case_timeout,
+        startup_timeout=startup_timeout,
+        without_cases=without_cases,
+        recordings=recordings,
+        jobs=jobs,
+    )
+
+    def show(event: dict[str, Any]) -> None:
+        if progress:
+            click.echo(event_line(event), err=True)
+        elif not quiet:
+            line = progress_line(event)
+            if line is not None:
+                click.echo(line, err=True)
+
+    try:
+        result = run_audit(output, options, on_event=show)
+    except KeyboardInterrupt:
+        if progress:
+            click.echo(event_line({"event": "run_cancelled"}), err=True)
+        raise
+    except EvalArcError as error:
+        if progress:
+            click.echo(event_line({"event": "run_error", "message": error.message}), err=True)
+        raise
+    for divergence in result.divergences:
+        click.echo(f"evalarc: {divergence.describe()}", err=True)
+    for grader in result.foreign_graders:
+        click.echo(
+            f"evalarc: replayed recordings made under grader {grader[:12]} through today's grader",
+            err=True,
+        )
+    for line in summary_lines(result.audit):
+        click.echo(line)
     click.echo(str(result.output))
     sys.exit(int(result.exit_code))
 

@@ -57,7 +57,7 @@ from evalarc.runtime.snapshot import Snapshot, snapshot_candidate
 DEFAULT_TASK = "durable-kv"
 DEFAULT_IMAGE = "python:3.12-slim"
 DEFAULT_OUTPUT = Path("runs") / "evaluate"
-BACKENDS = ("docker", "local")
+BACKENDS = ("docker", "local", "replay")
 LANGUAGES = ("python", "javascript")
 MAX_SECONDS = 86_400.0
 """Longest accepted time limit (one day); longer values are almost certainly typos."""
@@ -90,7 +90,9 @@ class EvaluateOptions:
     task: str = DEFAULT_TASK
     backend: str = "docker"
     trust_local: bool = False
-    image: str = DEFAULT_IMAGE
+    image: str | None = DEFAULT_IMAGE
+    """The Docker image tag (None: the default). With ``replay``, the image the recordings must
+    have been made with (None: whichever image they were made with)."""
     seeds: tuple[int, ...] | None = None
     """None means the pack's default seeds."""
     timeout: float = 10.0
@@ -99,6 +101,8 @@ class EvaluateOptions:
     """Seconds per case, shared by its sessions, restarts and start-ups."""
     startup_timeout: float = 30.0
     """Seconds a Docker session may take to report readiness."""
+    recordings: Path | None = None
+    """The recordings a ``replay`` answers from (None: the bundled ``recordings/``)."""
 
 
 def check_seconds(name: str, value: object) -> float:
@@ -117,10 +121,12 @@ def resolve_options(options: EvaluateOptions) -> tuple[Pack, list[int], Limits]:
     """Validate ``options`` against the pack; return the pack, the seeds and the limits."""
     pack = load_pack(options.task)
     if options.backend not in BACKENDS:
-        raise UsageError(f"unknown backend {options.backend!r} (choose docker or local)")
+        raise UsageError(
+            f"unknown backend {options.backend!r} (choose docker, local or replay)"
+        )
     if options.backend == "local" and not options.trust_local:
         raise UsageError(LOCAL_REFUSAL)
-    if options.backend == "docker" and (
+    if options.backend != "local" and options.image is not None and (
         not options.image.strip() or any(ch.isspace() for ch in options.image)
     ):
         raise UsageError(f"--image {options.image!r} is not an image name")
@@ -160,6 +166,9 @@ class EvaluationResult:
 
     report: dict[str, Any]
     output: Path
+    notes: tuple[str, ...] = ()
+    """Replay only: each divergent recording (it made its case unassessed), and recordings made
+    under another grader that were replayed through today's."""
 
     @property
     def exit_code(self) -> ExitCode:
@@ -256,7 +265,7 @@ def run_evaluate(
             )
             _write_report_folder(staging, pack, run, options, seeds, events)
         published = True
-        return EvaluationResult(run.report, output)
+        return EvaluationResult(run.report, output, replay_notes(backend))
     finally:
         with _uninterruptible():
             if backend is not None:
@@ -273,6 +282,8 @@ def _make_backend(
         from evalarc.runtime.local import LocalBackend
 
         return LocalBackend(snapshot.path, snapshot.command, limits, work_root)
+    if options.backend == "replay":
+        return _replay_backend(options, snapshot, limits)
     from evalarc.runtime.docker_backend import DockerBackend, DockerCaseRun
 
     class TrackedDockerBackend(DockerBackend):
@@ -290,10 +301,46 @@ def _make_backend(
                 raise
 
     backend = TrackedDockerBackend(
-        snapshot.path, snapshot.command, limits, work_root, image=options.image
+        snapshot.path, snapshot.command, limits, work_root, image=options.image or DEFAULT_IMAGE
     )
     backend.unfinished = []
     return backend
+
+
+def _replay_backend(options: EvaluateOptions, snapshot: Snapshot, limits: Limits) -> Backend:
+    """Answer every case from recordings of this exact candidate (MissingRecordings, exit 2,
+    lists the cases that have none)."""
+    from evalarc.packs import grader_sha256
+    from evalarc.resources import bundled_dir
+    from evalarc.runtime.replay import RuntimeRequest, make_replay_backend, open_store
+
+    pack, seeds, _ = resolve_options(options)
+    store = open_store(options.recordings or bundled_dir(RECORDINGS_DIR))
+    labels = [f"{case.seed}/{case.case_id}" for seed in seeds
+              for case in pack.grader.generate_cases(seed)]
+    return make_replay_backend(
+        store,
+        candidate_sha256=snapshot.sha256,
+        pack=f"{pack.id}@{pack.version}",
+        grader_sha256=grader_sha256(pack),
+        request=RuntimeRequest(command=snapshot.command, limits=limits, image=options.image),
+        labels=labels,
+    )
+
+
+def replay_notes(backend: Backend) -> tuple[str, ...]:
+    """What a replay must tell its user beyond the report (nothing for live backends)."""
+    from evalarc.runtime.replay import ReplayBackend
+
+    if not isinstance(backend, ReplayBackend):
+        return ()
+    notes = [divergence.describe() for divergence in backend.divergences]
+    notes.extend(
+        f"replayed recordings made under grader {grader[:12]} through today's grader "
+        f"{backend.grader_sha256[:12]}"
+        for grader in sorted(backend.foreign_graders)
+    )
+    return tuple(notes)
 
 
 UNFINISHED_CREATE_WAIT = 5.0
@@ -303,6 +350,8 @@ UNFINISHED_CREATE_WAIT = 5.0
 def close_backend(backend: Backend) -> None:
     """Remove every container a Docker backend made (a safety net behind each case's own
     cleanup, e.g. after Ctrl-C in the middle of a Docker call) and close its engine connection."""
+    if backend.name != "docker":
+        return  # nothing to remove, and no reason to import the Docker SDK
     from docker.errors import NotFound
 
     from evalarc.runtime.docker_backend import BACKEND_LABEL, DockerBackend
@@ -410,12 +459,13 @@ def _write_report_folder(
 
 
 def _params(options: EvaluateOptions, seeds: list[int]) -> dict[str, JSONValue]:
-    return {
+    params: dict[str, JSONValue] = {
         "task": options.task,
         "candidate": CANDIDATE_DIR,
         "backend": options.backend,
         "trust_local": options.trust_local,
-        "image": options.image if options.backend == "docker" else None,
+        "image": (options.image or DEFAULT_IMAGE) if options.backend == "docker" else (
+            options.image if options.backend == "replay" else None),
         "seeds": list(seeds),
         "timeout": options.timeout,
         "case_timeout": options.case_timeout,
@@ -423,6 +473,11 @@ def _params(options: EvaluateOptions, seeds: list[int]) -> dict[str, JSONValue]:
         "report": REPORT_FILE,
         "recordings": f"{RECORDINGS_DIR}/{INDEX_FILE}",
     }
+    if options.backend == "replay":
+        params["replay_recordings"] = (
+            str(options.recordings) if options.recordings is not None else "bundled"
+        )
+    return params
 
 
 # -- init and tasks --------------------------------------------------------------------------

@@ -40,15 +40,18 @@ REPORT_MODULES: tuple[str, ...] = (
     "evalarc.diff_report",
     "evalarc.health_report",
     "evalarc.hillclimb_report",
+    "evalarc.executed_report",
 )
 
 
 def _kinds() -> dict[str, ReportKind]:
     kinds: dict[str, ReportKind] = {}
     for module_name in REPORT_MODULES:
-        kind = importlib.import_module(module_name).REPORT_KIND
-        assert isinstance(kind, ReportKind)
-        kinds[kind.name] = kind
+        module = importlib.import_module(module_name)
+        # A module writing several kinds (evaluation and audit folders) lists them all.
+        for kind in getattr(module, "REPORT_KINDS", (module.REPORT_KIND,)):
+            assert isinstance(kind, ReportKind)
+            kinds[kind.name] = kind
     return kinds
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from evalarc.canonical import sha256_file, strict_loads
 from evalarc.errors import InputError, UsageError
+from evalarc.formats.evaluation import is_evaluation, read_evaluation, resolve_evaluation_path
 from evalarc.formats.model import FORMATS, Run, Source
 
 MAX_RESULT_BYTES = 512 * 1024 * 1024
@@ -24,6 +25,8 @@ def detect_format(path: Path, head: bytes) -> str:
     if path.suffix == ".xml" or stripped.startswith(b"<"):
         return "junit"
     data = _parse_json_file(path)
+    if is_evaluation(data):
+        return "evaluation"
     if isinstance(data, dict):
         if isinstance(data.get("eval"), dict):
             return "inspect"
@@ -45,9 +48,12 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
     Raises InputError naming the file for anything unusable; never returns a run without cases.
     """
     if format != "auto" and format not in FORMATS:
-        raise UsageError(f"unknown format {format!r}; use auto, inspect, promptfoo or junit")
+        raise UsageError(
+            f"unknown format {format!r}; use auto, inspect, promptfoo, junit or evaluation"
+        )
     if not math.isfinite(threshold):
         raise UsageError("--threshold must be a finite number")
+    path = resolve_evaluation_path(path)
     if not path.exists():
         raise InputError(f"{path} does not exist")
     if path.is_symlink() or not path.is_file():
@@ -65,6 +71,8 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
         from evalarc.formats.inspect import read_inspect
 
         run = read_inspect(path, source, threshold)
+    elif chosen == "evaluation":
+        run = read_evaluation(path, source, threshold)
     elif chosen == "promptfoo":
         from evalarc.formats.promptfoo import read_promptfoo
 

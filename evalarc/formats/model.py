@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-FormatName = Literal["inspect", "promptfoo", "junit"]
-FORMATS: tuple[FormatName, ...] = ("inspect", "promptfoo", "junit")
+FormatName = Literal["inspect", "promptfoo", "junit", "evaluation"]
+FORMATS: tuple[FormatName, ...] = ("inspect", "promptfoo", "junit", "evaluation")
 
 EVIDENCE_LIMIT = 500
 """Evidence text is cut to this many characters plus an ellipsis."""

@@ -1,0 +1,567 @@
+"""``evalarc audit`` as a library call: run a pack's controls and write the audit folder.
+
+The positive control (the pack's reference in one language) and every declared negative control
+(the reference with one fault toggled) are evaluated under one runtime and one set of seeds, side
+by side on a small thread pool (each evaluation is mostly waiting on Docker round trips); then
+:func:`evalarc.review.audit.compute_audit` turns the evaluations into ``audit.json``. The folder::
+
+    audit.json                 evalarc.audit.v2 (every evaluation embedded)
+    evaluations/<control>.json each control's evalarc.evaluation.v2 report on its own
+    recordings/<sha>.jsonl     every case transcript, named by its SHA-256 (shared when equal)
+    recordings/index.json      run key -> recording (evalarc.recording-index.v1)
+    events.jsonl               evalarc.event.v1 progress events, each with its ``control``
+    params.json                evalarc.report-params.v1, kind "audit": every option
+    index.html                 the offline audit page
+
+``--backend replay`` runs nothing: each control's cases are answered from recordings (by
+default the bundled ``recordings/``), so a published audit can be recomputed without Docker.
+The folder is staged and published only when complete; Ctrl-C leaves no folder and no container.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from contextlib import suppress
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from evalarc import __version__
+from evalarc.bundle import params_document, staged_folder, write_bytes, write_json, write_text
+from evalarc.canonical import JSONValue, compact_json, sha256_bytes
+from evalarc.clock import now_utc
+from evalarc.errors import ExitCode, OutputError, UsageError
+from evalarc.evaluate_command import (
+    DEFAULT_IMAGE,
+    EvaluateOptions,
+    _make_backend,
+    _make_parents,
+    _remove_empty,
+    _uninterruptible,
+    check_seconds,
+    close_backend,
+    stamp_event,
+)
+from evalarc.packs import (
+    EvaluationRun,
+    Grader,
+    Pack,
+    PackCase,
+    evaluate,
+    grader_sha256,
+    load_pack,
+    materialize_workspace,
+    validate_seeds,
+)
+from evalarc.resources import bundled_dir
+from evalarc.review.audit import REFERENCE_CONTROL, AuditContext, FaultRun, compute_audit
+from evalarc.runtime.protocol import Backend, Limits
+from evalarc.runtime.recording import (
+    RECORDING_SUFFIX,
+    RecordingIndex,
+    RunKey,
+    runtime_fingerprint,
+    save_index,
+)
+from evalarc.runtime.replay import (
+    Divergence,
+    MissingRecordings,
+    RecordingStore,
+    ReplayBackend,
+    RuntimeRequest,
+    case_label,
+    make_replay_backend,
+    open_store,
+)
+from evalarc.runtime.snapshot import Snapshot, snapshot_candidate
+
+DEFAULT_TASK = "durable-kv"
+DEFAULT_OUTPUT = Path("runs") / "audit"
+BACKENDS = ("docker", "local", "replay")
+LANGUAGES = ("python", "javascript")
+REPORT_FILE = "audit.json"
+EVALUATIONS_DIR = "evaluations"
+RECORDINGS_DIR = "recordings"
+INDEX_FILE = "index.json"
+EVENTS_FILE = "events.jsonl"
+PAGE_FILE = "index.html"
+MAX_JOBS = 16
+CANCEL_GRACE_SECONDS = 2.0
+"""After Ctrl-C, how long running cases may finish before their containers are removed."""
+LOCAL_REFUSAL = (
+    "local mode executes host code: the controls run as you, with your files and network; "
+    "pass --trust-local to allow it (or use --backend docker or replay)"
+)
+
+EventSink = Callable[[dict[str, Any]], None]
+
+
+def default_jobs() -> int:
+    """Controls evaluated side by side: two per core (the work is mostly Docker waiting)."""
+    return max(1, min(MAX_JOBS, 2 * (os.cpu_count() or 1)))
+
+
+@dataclass(frozen=True, slots=True)
+class AuditOptions:
+    """Every option of ``evalarc audit`` (recorded in params.json)."""
+
+    task: str = DEFAULT_TASK
+    language: str = "python"
+    backend: str = "docker"
+    trust_local: bool = False
+    image: str | None = None
+    """Docker image tag; None means :data:`DEFAULT_IMAGE` for docker and any recorded image for
+    replay."""
+    seeds: tuple[int, ...] | None = None
+    """None means the pack's default seeds."""
+    timeout: float = 10.0
+    case_timeout: float = 60.0
+    startup_timeout: float = 30.0
+    without_cases: tuple[str, ...] = ()
+    """Case ids removed from the suite (the declared controls run on the reduced suite)."""
+    recordings: Path | None = None
+    """Replay store; None means the bundled ``recordings/``."""
+    jobs: int | None = None
+    """Controls evaluated at once; None means :func:`default_jobs` (replay runs one at a time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedAudit:
+    """Options checked against the pack."""
+
+    pack: Pack
+    """The pack as audited (its case generator reduced by ``without_cases``)."""
+    seeds: list[int]
+    limits: Limits
+    image: str | None
+    without_cases: tuple[str, ...]
+    jobs: int
+
+
+def resolve_audit(options: AuditOptions) -> ResolvedAudit:
+    """Validate every option before anything runs (UsageError names the option)."""
+    pack = load_pack(options.task)
+    if options.language not in LANGUAGES:
+        raise UsageError(f"unknown language {options.language!r} (choose python or javascript)")
+    pack.language(options.language)
+    if options.backend not in BACKENDS:
+        raise UsageError(f"unknown backend {options.backend!r} (choose docker, local or replay)")
+    if options.backend == "local" and not options.trust_local:
+        raise UsageError(LOCAL_REFUSAL)
+    image = options.image
+    if options.backend == "docker" and image is None:
+        image = DEFAULT_IMAGE
+    if options.backend == "local":
+        image = None
+    if image is not None and (not image.strip() or any(ch.isspace() for ch in image)):
+        raise UsageError(f"--image {image!r} is not an image name")
+    seeds = validate_seeds(
+        list(options.seeds) if options.seeds is not None else list(pack.default_seeds)
+    )
+    limits = Limits(
+        response_timeout=check_seconds("--timeout", options.timeout),
+        case_timeout=check_seconds("--case-timeout", options.case_timeout),
+        startup_timeout=check_seconds("--startup-timeout", options.startup_timeout),
+        session_output_limit_bytes=pack.limits.session_output_limit_bytes,
+        request_limit_bytes=pack.limits.request_limit_bytes,
+        stderr_tail_bytes=pack.limits.stderr_tail_bytes,
+    )
+    without = tuple(sorted(set(options.without_cases)))
+    audited = reduced_pack(pack, without, seeds) if without else pack
+    jobs = options.jobs if options.jobs is not None else default_jobs()
+    if isinstance(jobs, bool) or not 1 <= jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}, not {jobs!r}")
+    if options.backend == "replay":
+        jobs = 1  # replay is pure computation: threads would only contend for the GIL
+    return ResolvedAudit(audited, seeds, limits, image, without, jobs)
+
+
+# -- the reduced suite -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _ReducedGrader:
+    """A pack's grader whose case generator leaves out some case ids."""
+
+    grader: Grader
+    without: frozenset[str]
+
+    def generate_cases(self, seed: int) -> Sequence[PackCase]:
+        return [case for case in self.grader.generate_cases(seed)
+                if case.case_id not in self.without]
+
+    def cases_sha256(self, cases: Sequence[Any]) -> str:
+        return self.grader.cases_sha256(cases)
+
+    def run_case(self, case: Any, case_run: Any) -> Any:
+        return self.grader.run_case(case, case_run)
+
+    def unassessed_case(self, case: Any, message: str) -> Any:
+        return self.grader.unassessed_case(case, message)
+
+    def summarize(self, cases: Sequence[Mapping[str, Any]],
+                  dimensions: Sequence[tuple[str, float]]) -> dict[str, Any]:
+        return self.grader.summarize(cases, dimensions)
+
+
+def reduced_pack(pack: Pack, without: Sequence[str], seeds: Sequence[int]) -> Pack:
+    """``pack`` with the case ids ``without`` removed from every seed's suite.
+
+    Refuses ids no seed generates, and a removal that leaves no case or leaves a declared
+    dimension without any case (its score would silently read as 0).
+    """
+    generated = [case for seed in seeds for case in pack.grader.generate_cases(seed)]
+    known = sorted({case.case_id for case in generated})
+    unknown = sorted(set(without) - set(known))
+    if unknown:
+        raise UsageError(
+            f"--without-case {', '.join(unknown)}: no such case in {pack.id} "
+            f"(cases: {', '.join(known)})"
+        )
+    kept = [case for case in generated if case.case_id not in without]
+    if not kept:
+        raise UsageError("--without-case removes every case; nothing would be audited")
+    dimensions_left = {case.manifest().get("dimension") for case in kept}
+    if all("dimension" in case.manifest() for case in generated):
+        emptied = [d.id for d in pack.dimensions if d.id not in dimensions_left]
+        if emptied:
+            raise UsageError(
+                f"--without-case leaves dimension {', '.join(emptied)} without any case"
+            )
+    grader: Any = _ReducedGrader(pack.grader, frozenset(without))
+    return replace(pack, grader=grader)
+
+
+# -- controls --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Control:
+    """One program the audit evaluates: the reference or one faulty variant."""
+
+    name: str
+    fault: str | None
+    target_dimension: str | None
+    snapshot: Snapshot
+    backend: Backend | None = None
+    run: EvaluationRun | None = None
+
+
+def control_names(pack: Pack) -> list[str]:
+    return [REFERENCE_CONTROL, *(fault.name for fault in pack.faults)]
+
+
+def prepare_controls(pack: Pack, language: str, work: Path) -> list[Control]:
+    """Write and snapshot the reference and each faulty variant (program files only)."""
+    controls: list[Control] = []
+    for fault in [None, *pack.faults]:
+        name = fault.name if fault is not None else REFERENCE_CONTROL
+        workspace = work / "workspaces" / name
+        workspace.parent.mkdir(parents=True, exist_ok=True)
+        (work / "snapshots").mkdir(exist_ok=True)
+        materialize_workspace(pack.id, language, reference=True,
+                              fault=fault.name if fault else None, dest=workspace, contract=False)
+        snapshot = snapshot_candidate(workspace, work / "snapshots" / name,
+                                      list(pack.default_command))
+        controls.append(Control(name, fault.name if fault else None,
+                                fault.target_dimension if fault else None, snapshot))
+    return controls
+
+
+def case_labels(pack: Pack, seeds: Sequence[int]) -> list[str]:
+    return [case_label(case.seed, case.case_id)
+            for seed in seeds for case in pack.grader.generate_cases(seed)]
+
+
+def replay_backends(controls: Sequence[Control], store: RecordingStore, pack: Pack,
+                    request: RuntimeRequest, labels: Sequence[str]) -> None:
+    """Give every control a replay backend, or raise one MissingRecordings naming every
+    missing (control, case) at once."""
+    missing: list[str] = []
+    reasons: list[str] = []
+    grader = grader_sha256(pack)
+    for control in controls:
+        try:
+            control.backend = make_replay_backend(
+                store, candidate_sha256=control.snapshot.sha256, pack=f"{pack.id}@{pack.version}",
+                grader_sha256=grader, request=request, labels=labels)
+        except MissingRecordings as error:
+            missing.extend(f"{control.name} {label}" for label in error.labels)
+            if error.reason:
+                reasons.append(f"{control.name}: {error.reason}")
+    if missing:
+        raise MissingRecordings(missing, store.where, "; ".join(reasons[:3]))
+
+
+def _live_backend(options: AuditOptions, resolved: ResolvedAudit, control: Control,
+                  work: Path) -> Backend:
+    """The same Docker or local backend ``evaluate`` builds (Docker: with its record of
+    container creations that Ctrl-C interrupted)."""
+    evaluate_options = EvaluateOptions(task=options.task, backend=options.backend,
+                                       trust_local=options.trust_local, image=resolved.image)
+    return _make_backend(evaluate_options, control.snapshot, resolved.limits,
+                         work / "cases" / control.name)
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+class _Cancelled(Exception):
+    """Raised inside a worker's event callback once the audit is being cancelled."""
+
+
+@dataclass(slots=True)
+class _Progress:
+    """Collects stamped events from every worker, in arrival order."""
+
+    sink: EventSink | None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def emit(self, event: dict[str, Any]) -> None:
+        stamped = stamp_event(event)
+        with self.lock:
+            self.events.append(stamped)
+            if self.sink is not None:
+                self.sink(stamped)
+
+    def for_control(self, control: str) -> EventSink:
+        def forward(event: dict[str, Any]) -> None:
+            if self.cancelled.is_set():
+                raise _Cancelled
+            self.emit({**event, "control": control})
+
+        return forward
+
+
+def _run_controls(controls: Sequence[Control], resolved: ResolvedAudit,
+                  progress: _Progress) -> None:
+    """Evaluate every control on ``resolved.jobs`` threads; Ctrl-C stops them all."""
+
+    def run(control: Control) -> None:
+        assert control.backend is not None
+        control.run = evaluate(resolved.pack, control.snapshot, control.backend, resolved.seeds,
+                               resolved.limits, on_event=progress.for_control(control.name),
+                               now=now_utc)
+
+    if resolved.jobs == 1:
+        for control in controls:
+            run(control)
+        return
+    pool = ThreadPoolExecutor(max_workers=resolved.jobs, thread_name_prefix="evalarc-audit")
+    futures: list[Future[None]] = [pool.submit(run, control) for control in controls]
+    try:
+        pending: set[Future[None]] = set(futures)
+        while pending:
+            # A short timeout keeps the main thread responsive to Ctrl-C.
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
+            for future in done:
+                future.result()
+    except BaseException:
+        progress.cancelled.set()
+        for future in futures:
+            future.cancel()
+        _stop_workers(futures, controls)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _stop_workers(futures: Sequence[Future[None]], controls: Sequence[Control]) -> None:
+    """Let running cases end on their own for a moment, then pull their containers away."""
+    with _uninterruptible():
+        deadline = time.monotonic() + CANCEL_GRACE_SECONDS
+        while time.monotonic() < deadline and not all(future.done() for future in futures):
+            time.sleep(0.05)
+        if not all(future.done() for future in futures):
+            for control in controls:
+                if control.backend is not None:
+                    close_backend(control.backend)
+        for future in futures:
+            with suppress(BaseException):
+                future.exception()
+
+
+# -- the outcome -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    audit: dict[str, Any]
+    output: Path
+    divergences: list[Divergence]
+    """Recordings that no longer match today's grader (replay only); each made a run invalid."""
+    foreign_graders: list[str]
+    """Grader fingerprints, other than today's, whose recordings were replayed."""
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 passed, 1 a valid audit that failed, 2 invalid."""
+        if not self.audit["valid"]:
+            return ExitCode.INVALID
+        return ExitCode.ACCEPTED if self.audit["passed"] else ExitCode.REJECTED
+
+
+def audit_context(pack: Pack, language: str, seeds: Sequence[int],
+                  without_cases: Sequence[str], created_at: str) -> AuditContext:
+    return AuditContext(task=pack.task_json(), language=language, seeds=list(seeds),
+                        without_cases=list(without_cases), created_at=created_at,
+                        evalarc_version=__version__)
+
+
+def build_audit(pack: Pack, reference: Mapping[str, Any],
+                fault_reports: Mapping[str, Mapping[str, Any]],
+                context: AuditContext) -> dict[str, Any]:
+    """The audit object from the controls' evaluations, faults in declared order (the writer
+    and ``verify`` both call this)."""
+    faults = [FaultRun(fault.name, fault.target_dimension, fault_reports[fault.name])
+              for fault in pack.faults]
+    return compute_audit(reference, faults, context)
+
+
+def run_audit(output: Path, options: AuditOptions, *, on_event: EventSink | None = None,
+              temp_root: Path | None = None) -> AuditResult:
+    """Run every control of the pack and publish the audit folder ``output``.
+
+    Raises UsageError/InputError/OutputError/EnvironmentFailure (exit 2) before anything is
+    written when the options, the output location, the backend or the recordings (replay) are
+    unusable. Failures inside runs are data in the audit.
+    """
+    resolved = resolve_audit(options)
+    pack = resolved.pack
+    if output.exists() or output.is_symlink():
+        raise OutputError(f"output folder {output} already exists; choose a new one")
+    created_parents = _make_parents(output.parent)
+    progress = _Progress(on_event)
+    controls: list[Control] = []
+    published = False
+    try:
+        work = Path(tempfile.mkdtemp(prefix="evalarc-audit-", dir=temp_root))
+    except OSError as error:
+        _remove_empty(created_parents)
+        raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
+    try:
+        controls = prepare_controls(pack, options.language, work)
+        if options.backend == "replay":
+            store = open_store(options.recordings or bundled_dir(RECORDINGS_DIR))
+            request = RuntimeRequest(command=list(pack.default_command), limits=resolved.limits,
+                                     image=resolved.image)
+            replay_backends(controls, store, pack, _request_for(request, controls),
+                            case_labels(pack, resolved.seeds))
+        else:
+            for control in controls:
+                control.backend = _live_backend(options, resolved, control, work)
+        created_at = now_utc().isoformat()
+        with staged_folder(output) as staging:
+            staging.chmod(0o755)
+            _run_controls(controls, resolved, progress)
+            audit = _write_audit_folder(staging, pack, controls, options, resolved, created_at,
+                                        progress.events)
+        published = True
+        divergences: list[Divergence] = []
+        foreign: set[str] = set()
+        for control in controls:
+            if isinstance(control.backend, ReplayBackend):
+                divergences.extend(control.backend.divergences)
+                foreign.update(control.backend.foreign_graders)
+        return AuditResult(audit, output, divergences, sorted(foreign))
+    finally:
+        with _uninterruptible():
+            for control in controls:
+                if control.backend is not None and not isinstance(control.backend, ReplayBackend):
+                    close_backend(control.backend)
+            shutil.rmtree(work, ignore_errors=True)
+            if not published:
+                _remove_empty(created_parents)
+
+
+def _request_for(request: RuntimeRequest, controls: Sequence[Control]) -> RuntimeRequest:
+    """Every control of one language shares one command template (from its manifest or the
+    pack's default), so the reference's decides the replay request."""
+    return replace(request, command=list(controls[0].snapshot.command))
+
+
+def _write_audit_folder(staging: Path, pack: Pack, controls: Sequence[Control],
+                        options: AuditOptions, resolved: ResolvedAudit, created_at: str,
+                        events: list[dict[str, Any]]) -> dict[str, Any]:
+    from evalarc.site.audit_page import render_audit_page
+
+    recordings = staging / RECORDINGS_DIR
+    recordings.mkdir()
+    (staging / EVALUATIONS_DIR).mkdir()
+    index = RecordingIndex()
+    reports: dict[str, dict[str, Any]] = {}
+    for control in controls:
+        assert control.run is not None
+        report = control.run.report
+        reports[control.name] = report
+        runtime: dict[str, Any] = report["runtime"]
+        runtime_sha256 = runtime_fingerprint(runtime)
+        for recording in control.run.recordings:
+            # The staged folder is published by one rename, so no per-file fsync is needed.
+            data = recording.transcript.jsonl().encode("ascii")
+            name = sha256_bytes(data)
+            if name != recording.sha256:
+                raise OutputError(f"recording of {control.name} {recording.seed}/"
+                                  f"{recording.case_id} hashed differently when written")
+            target = recordings / f"{name}{RECORDING_SUFFIX}"
+            if not target.exists():
+                write_bytes(target, data)
+            key = RunKey(report["candidate_sha256"], f"{pack.id}@{pack.version}",
+                         report["grader_sha256"], recording.seed, recording.case_id,
+                         runtime_sha256)
+            index.add(key, name, runtime)
+        write_json(staging / EVALUATIONS_DIR / f"{control.name}.json", report)
+    save_index(index, recordings / INDEX_FILE)
+    context = audit_context(pack, options.language, resolved.seeds, resolved.without_cases,
+                            created_at)
+    audit = build_audit(
+        pack, reports[REFERENCE_CONTROL],
+        {name: report for name, report in reports.items() if name != REFERENCE_CONTROL},
+        context,
+    )
+    write_json(staging / REPORT_FILE, audit)
+    write_text(staging / EVENTS_FILE, "".join(compact_json(event) + "\n" for event in events))
+    write_json(staging / "params.json", params_document("audit", audit_params(options, resolved)))
+    write_text(staging / PAGE_FILE, render_audit_page(audit))
+    return audit
+
+
+def audit_params(options: AuditOptions, resolved: ResolvedAudit) -> dict[str, JSONValue]:
+    return {
+        "task": options.task,
+        "language": options.language,
+        "backend": options.backend,
+        "trust_local": options.trust_local,
+        "image": resolved.image,
+        "seeds": list(resolved.seeds),
+        "timeout": options.timeout,
+        "case_timeout": options.case_timeout,
+        "startup_timeout": options.startup_timeout,
+        "without_cases": list(resolved.without_cases),
+        "jobs": resolved.jobs,
+        "replay_recordings": None if options.backend != "replay" else (
+            str(options.recordings) if options.recordings is not None else "bundled"),
+        "report": REPORT_FILE,
+        "recordings": f"{RECORDINGS_DIR}/{INDEX_FILE}",
+    }
+
+
+def progress_line(event: Mapping[str, Any]) -> str | None:
+    """The human progress line of an event: one when each control's evaluation starts and one
+    when it ends."""
+    name = event.get("event")
+    if name == "evaluation_started":
+        return f"{event['control']}: {event['total_cases']} cases"
+    if name != "evaluation_completed":
+        return None
+    score = event.get("score")
+    shown = "unavailable" if score is None else f"{score:.4f}"
+    return f"{event['control']}: score {shown} | status {event['status']}"
