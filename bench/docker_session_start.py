@@ -1,16 +1,19 @@
 """How much does starting one candidate session cost in Docker? Two designs, same sandbox.
 
-(a) ``run``:  one container per session (``docker run --rm -i`` through the SDK): create with the
+(a) ``run``: one container per session (``docker run --rm -i`` through the SDK): create with the
     sandbox limits, attach, start, read the readiness marker, one exchange; the kill is a forced
     container removal.
-(b) ``exec``: one long-lived container per case (``docker-init -- sleep infinity`` as the
-    unprivileged pid 1, same limits); each session is ``exec_create`` + ``exec_start(socket=True)``
-    of the readiness prelude; the kill is a second exec that SIGKILLs every process but pid 1,
-    waits until /proc shows none left, and empties /tmp; the bench then checks the session's exec
-    is no longer running.
+(b) ``exec``: one long-lived container per case (``docker-init -- sleep infinity`` as pid 1 under
+    a uid of its own, same limits); each session is ``exec_create`` + ``exec_start(socket=True)``
+    of the readiness prelude as 65534; the kill is a second exec that SIGKILLs every process of
+    uid 65534, waits until /proc lists none, and empties /tmp; then the session's exec must be
+    reported as stopped.
 
-For each design it prints the median (and p90) over N sessions of: start + readiness + first
-exchange, the kill, and their sum; for (b) also the once-per-case container start and removal.
+The designs run interleaved (one case of each per round) so that load from anything else on the
+machine hits them alike. Printed: medians and p90 of session start (start + readiness + first
+exchange), kill, and for (b) the once-per-case container start and removal; then the same
+figures for the implemented ``DockerBackend`` through the Session protocol, and the summed cost
+of whole cases of 1-5 sessions under each design.
 
     python bench/docker_session_start.py [--sessions 20] [--image evalarc-python:local]
 
@@ -29,7 +32,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,7 @@ for line in sys.stdin:
     sys.stdout.flush()
 """
 PRELUDE = 'printf "%s\\n" "$0"; exec "$@"'
+PER_CASE = 4
 IDLE_USER = "65533:65533"
 """The case container's pid 1 (docker-init) and its ``sleep`` run as a uid the candidate is not, so
 the candidate can neither signal them nor be confused with them."""
@@ -231,6 +234,41 @@ def exec_session(client: docker.DockerClient, container: Container) -> tuple[flo
     return started - began, time.perf_counter() - started
 
 
+def bench_backend(
+    client: docker.DockerClient, image: str, snapshot: Path, sessions: int, per_case: int = 4
+) -> dict[str, list[float]]:
+    """The implemented backend end to end, through the Session protocol."""
+    from evalarc.runtime.docker_backend import DockerBackend
+    from evalarc.runtime.protocol import Limits
+
+    figures: dict[str, list[float]] = {
+        "first_start": [], "start": [], "kill": [], "case_close": [],
+    }  # fmt: skip
+    with tempfile.TemporaryDirectory() as work:
+        backend = DockerBackend(
+            snapshot, ["{python}", "-I", "-B", "main.py", "{state}/db"], Limits(), Path(work),
+            image=image,
+        )  # fmt: skip
+        done = 0
+        while done < sessions:
+            context = backend.open_case("bench")
+            run = context.__enter__()
+            for index in range(min(per_case, sessions - done)):
+                began = time.perf_counter()
+                session = run.start_session()
+                if session.exchange({"op": "get", "key": "k"}) != {"ok": True}:
+                    raise RuntimeError("bad response")
+                started = time.perf_counter()
+                session.kill()
+                figures["first_start" if index == 0 else "start"].append(started - began)
+                figures["kill"].append(time.perf_counter() - started)
+                done += 1
+            began = time.perf_counter()
+            context.__exit__(None, None, None)
+            figures["case_close"].append(time.perf_counter() - began)
+    return figures
+
+
 def summary(values: list[float]) -> str:
     ordered = sorted(values)
     p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
@@ -244,11 +282,8 @@ def main() -> int:
     options = parser.parse_args()
     client = docker.from_env()
     image_id = client.images.get(options.image).id
-    designs: dict[str, Callable[..., dict[str, list[float]]]] = {
-        "run  (container per session)": bench_run,
-        "exec (container per case)   ": bench_exec,
-    }
-    print(f"image {options.image} ({image_id[:19]}), {options.sessions} sessions per design")
+    print(f"image {options.image} ({image_id[:19]}), {options.sessions} sessions per design,")
+    print(f"designs interleaved in rounds of {PER_CASE} sessions (one case of each per round)")
     with tempfile.TemporaryDirectory() as folder:
         snapshot = Path(folder, "snapshot")
         snapshot.mkdir()
@@ -256,26 +291,45 @@ def main() -> int:
         state = Path(folder, "state")
         state.mkdir()
         state.chmod(0o777)
-        results: dict[str, dict[str, list[float]]] = {}
-        for name, bench in designs.items():
-            bench(client, image_id, snapshot, state, 2)  # warm caches, not counted
-            figures = bench(client, image_id, snapshot, state, options.sessions)
-            results[name] = figures
-            total = [a + b for a, b in zip(figures["start"], figures["kill"], strict=True)]
-            print(f"{name} start+ready+first exchange:   {summary(figures['start'])}")
-            print(f"{name} kill (process verified gone): {summary(figures['kill'])}")
-            print(f"{name} session total:                {summary(total)}")
-            if "case_start" in figures:
-                print(f"{name} case container start:       {summary(figures['case_start'])}")
-                print(f"{name} case container removal:     {summary(figures['case_stop'])}")
-    run, exec_ = results.values()
+        run: dict[str, list[float]] = {}
+        exec_: dict[str, list[float]] = {}
+        backend: dict[str, list[float]] = {}
+        # Warm caches first (not counted), then interleave so load drift hits every design alike.
+        bench_run(client, image_id, snapshot, state, 2)
+        bench_exec(client, image_id, snapshot, state, 2)
+        for _ in range(0, options.sessions, PER_CASE):
+            for into, figures in (
+                (run, bench_run(client, image_id, snapshot, state, PER_CASE)),
+                (exec_, bench_exec(client, image_id, snapshot, state, PER_CASE, PER_CASE)),
+                (backend, bench_backend(client, options.image, snapshot, PER_CASE, PER_CASE)),
+            ):
+                for key, values in figures.items():
+                    into.setdefault(key, []).extend(values)
+    rows = [
+        ("(a) run: container per session", run),
+        ("(b) exec: container per case", exec_),
+        ("DockerBackend (implements b)", backend),
+    ]
+    labels = {
+        "start": "session start + readiness + first exchange",
+        "first_start": "first session incl. case container start",
+        "kill": "kill, process verified gone",
+        "case_start": "case container start",
+        "case_stop": "case container removal",
+        "case_close": "case close (reap, empty /state, removal)",
+    }
+    for name, figures in rows:
+        print(name)
+        for key, label in labels.items():
+            if figures.get(key):
+                print(f"  {label:<45} {summary(figures[key])}")
     per_run = statistics.median(run["start"]) + statistics.median(run["kill"])
     per_exec = statistics.median(exec_["start"]) + statistics.median(exec_["kill"])
     case_exec = statistics.median(exec_["case_start"]) + statistics.median(exec_["case_stop"])
     for count in (1, 2, 3, 5):
         print(
-            f"case of {count} session(s), medians summed: run {per_run * count * 1000:6.1f} ms,"
-            f" exec {(case_exec + per_exec * count) * 1000:6.1f} ms"
+            f"case of {count} session(s), medians summed: (a) {per_run * count * 1000:6.1f} ms,"
+            f" (b) {(case_exec + per_exec * count) * 1000:6.1f} ms"
         )
     return 0
 
