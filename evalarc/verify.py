@@ -41,6 +41,7 @@ REPORT_MODULES: tuple[str, ...] = (
     "evalarc.health_report",
     "evalarc.hillclimb_report",
     "evalarc.executed_report",
+    "evalarc.trajectory_report",
 )
 
 
@@ -78,10 +79,15 @@ def _folder_of(evidence: Path) -> Path:
 
 
 def verify_report_folder(evidence: Path) -> dict[str, Any]:
-    """Verify a report folder (or a report file inside one); raise VerificationError on any
-    inconsistency, return the ``evalarc.verification.v1`` result otherwise."""
+    """Verify a report folder (or a report file inside one), or a whole built site (see
+    :mod:`evalarc.site.verify_site`); raise VerificationError on any inconsistency, return the
+    ``evalarc.verification.v1`` result otherwise."""
     if not evidence.exists() and not evidence.is_symlink():
         raise VerificationError(f"{evidence} does not exist")
+    from evalarc.site.verify_site import is_site, verify_site
+
+    if not evidence.is_symlink() and is_site(evidence):
+        return verify_site(evidence)
     folder = EvidenceFolder(_folder_of(evidence))
     if not folder.exists(PARAMS_FILE):
         raise VerificationError(

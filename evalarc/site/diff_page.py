@@ -14,8 +14,13 @@ from evalarc.review.diff import BLOCKING_KINDS, overall_passed
 from evalarc.site.render import render_page
 
 MAX_ROWS = 2000
-"""Rows rendered into the page; the rest stay in diff.json (a 20,000-case diff stays usable)."""
+"""Rows rendered as HTML (readable without JavaScript); the rest ride in a JSON data island
+that ``assets/evalarc.js`` pages through on demand, so a 20,000-case diff stays usable."""
 EVIDENCE_CHARS = 400
+
+IslandCell = str | tuple[str, str]
+"""A table cell in a JSON data island: plain text, or ``(text, style)`` where style is ``code``
+or a badge class (``badge ok``/``badge bad``); the page script builds it with textContent."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,8 @@ class DiffPage:
     cards: list[Card]
     rows: list[ChangeRow]
     hidden_rows: int
+    more_rows: list[list[IslandCell]]
+    """The changes beyond MAX_ROWS, as island rows in the table's column order."""
     inputs: list[InputSide]
     interpretation: str
 
@@ -125,7 +132,7 @@ def build_diff_page(report: dict[str, Any]) -> DiffPage:
         Card(str(report["counts"].get("improved", 0)), "checks improved"),
     ]
     rows = []
-    for change in report["changes"][:MAX_ROWS]:
+    for change in report["changes"]:
         kind = change["kind"]
         tone = "bad" if kind in BLOCKING_KINDS else "ok"
         label = ("✗ " if tone == "bad" else "✓ ") + kind.replace("_", " ")
@@ -144,6 +151,11 @@ def build_diff_page(report: dict[str, Any]) -> DiffPage:
                 evidence=_evidence(change),
             )
         )
+    more_rows: list[list[IslandCell]] = [
+        [(row.label, f"badge {row.tone}"), (row.case_id, "code"), row.check, row.baseline,
+         row.current, row.evidence]
+        for row in rows[MAX_ROWS:]
+    ]
     inputs = [
         InputSide(
             role=role,
@@ -162,8 +174,9 @@ def build_diff_page(report: dict[str, Any]) -> DiffPage:
         baseline_name=inputs[0].name,
         current_name=inputs[1].name,
         cards=cards,
-        rows=rows,
+        rows=rows[:MAX_ROWS],
         hidden_rows=max(0, len(report["changes"]) - MAX_ROWS),
+        more_rows=more_rows,
         inputs=inputs,
         interpretation=str(report.get("interpretation", "")),
     )

@@ -1,0 +1,730 @@
+"""``evalarc site build``: report folders in, one self-contained static site out.
+
+Layout of a site::
+
+    index.html                     every report with its verdict, and the docs
+    manifest.json                  evalarc.site.v1: options, reports, docs, SHA-256 of the rest
+    reports/<slug>/                a byte copy of one report folder (inputs, params, report JSON,
+                                   recordings), whose index.html is the site page for it
+    reports/<slug>/evalarc-bundle.json   evalarc.site-bundle.v1: SHA-256 of every bundle file
+    docs/<name>.md, docs/<name>.html     each Markdown doc and its rendered page
+
+Every report folder is copied first and then verified from the copy with
+:func:`evalarc.verify.verify_report_folder`, and its page is rendered from the same copy, so a
+site never shows a report that does not follow from its own bundle, and ``evalarc verify site/``
+(:mod:`evalarc.site.verify_site`) can redo every step with the functions defined here.
+
+A report kind gets a page by adding one entry to :data:`PAGE_KINDS`: a function from the
+verified bundle (folder, params, report JSON) to a :class:`PageView` (template + page model).
+
+Pages: jinja2 with autoescape (the shared :func:`evalarc.site.render.environment`), CSS and JS
+inlined from ``assets/`` and allowed by hash in a Content-Security-Policy without
+``'unsafe-inline'``; data islands only through the escaping ``tojson`` filter. The same inputs
+give the same bytes; the build time shown on the index comes from ``SOURCE_DATE_EPOCH`` when set.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import posixpath
+import re
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
+
+from markupsafe import Markup
+
+from evalarc import __version__
+from evalarc.bundle import (
+    MAX_EVIDENCE_FILE_BYTES,
+    PARAMS_FILE,
+    EvidenceFolder,
+    load_report_json,
+    staged_folder,
+    write_bytes,
+    write_json,
+    write_text,
+)
+from evalarc.canonical import sha256_bytes
+from evalarc.clock import timestamp
+from evalarc.errors import EvalArcError, InputError, OutputError, UsageError
+from evalarc.resources import bundled_dir
+from evalarc.site.render import environment, stylesheet
+
+SITE_SCHEMA = "evalarc.site.v1"
+BUNDLE_SCHEMA = "evalarc.site-bundle.v1"
+SITE_MANIFEST = "manifest.json"
+BUNDLE_MANIFEST = "evalarc-bundle.json"
+PAGE_FILE = "index.html"
+REPORTS_DIR = "reports"
+DOCS_DIR = "docs"
+DEFAULT_TITLE = "EvalArc reports"
+MAX_TITLE_CHARS = 120
+MAX_REPORTS = 1000
+MAX_BUNDLE_FILES = 20_000
+MAX_BUNDLE_BYTES = 2 * 1024 * 1024 * 1024
+MAX_DOC_BYTES = 1024 * 1024
+DISCOVERY_DEPTH = 6
+SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
+SLUG_CHARS = 60
+REPORT_HOME = "../../index.html"
+DOC_HOME = "../index.html"
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+@lru_cache(maxsize=1)
+def page_script() -> str:
+    """``assets/evalarc.js``; it may not contain ``</script`` (it is inlined raw)."""
+    script = (bundled_dir("assets") / "evalarc.js").read_text(encoding="utf-8")
+    if "</script" in script.lower():
+        raise OutputError("assets/evalarc.js contains '</script' and cannot be inlined")
+    return script
+
+
+def _csp_source(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def site_policy(css: str, script: str) -> str:
+    """No network, no frames, no forms; exactly this CSS and this script, allowed by hash.
+    (``frame-ancestors`` is left out: browsers ignore it in a ``<meta>`` and log an error.)"""
+    return (
+        "default-src 'none'; "
+        f"style-src {_csp_source(css)}; "
+        f"script-src {_csp_source(script)}; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+
+
+def render_site_page(template: str, *, title: str, home: str | None, **context: Any) -> str:
+    """Render a site page: shared layout, autoescape, inline CSS and JS allowed by hash.
+
+    The CSS and JS are our own files, passed as markup so the bytes hashed into the policy are
+    the bytes in the page; everything else goes through autoescape."""
+    css = stylesheet()
+    if "</style" in css.lower():
+        raise OutputError("assets/evalarc.css contains '</style' and cannot be inlined")
+    script = page_script()
+    return (
+        environment()
+        .get_template(template)
+        .render(
+            title=title,
+            css=Markup(css),
+            script=Markup(script),
+            csp=site_policy(css, script),
+            home=home,
+            **context,
+        )
+    )
+
+
+# --------------------------------------------------------------------------- page kinds
+
+
+@dataclass(frozen=True)
+class PageView:
+    """One report page, ready to render: the template, its page model and the index line."""
+
+    template: str
+    title: str
+    verdict: str
+    """The page's verdict sentence, repeated on the index."""
+    model: object
+
+
+PageBuilder = Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], PageView]
+
+
+@dataclass(frozen=True)
+class PageKind:
+    label: str
+    """What the index calls this kind of report."""
+    report_file: str
+    """The report JSON the page is built from (the kind's ``ReportKind.report_file``)."""
+    build: PageBuilder
+
+
+def _diff_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+    from evalarc.site.diff_page import build_diff_page
+
+    page = build_diff_page(report)
+    return PageView("diff.html.j2", "Results diff", page.verdict_title, page)
+
+
+def _health_view(
+    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+) -> PageView:
+    from evalarc.formats import load_results
+    from evalarc.formats.model import Source
+    from evalarc.health_report import options_from_params
+    from evalarc.site.health_page import build_health_page
+
+    # The page shows the last file's recorded outputs, read from the bundle's own copy.
+    last_input = params["inputs"][-1]["file"]
+    source = report["runs"][-1]["source"]
+    run = load_results(
+        folder.hash_file(str(last_input)),
+        str(params["format"]),
+        options_from_params(params).threshold,
+    ).with_source(Source(str(source["name"]), str(source["sha256"])))
+    page = build_health_page(report, run)
+    return PageView("health.html.j2", "Eval health", page.verdict_title, page)
+
+
+def _hillclimb_view(
+    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+) -> PageView:
+    from evalarc.site.hillclimb_page import build_hillclimb_page
+
+    page = build_hillclimb_page(report)
+    return PageView("hillclimb.html.j2", "Hillclimb review", page.verdict_title, page)
+
+
+def _evaluation_view(
+    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+) -> PageView:
+    from evalarc.site.evaluation_page import build_evaluation_page
+
+    page = build_evaluation_page(report)
+    return PageView("evaluation.html.j2", f"Evaluation · {report['task']['id']}", page.banner, page)
+
+
+def _audit_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+    from evalarc.site.audit_page import build_audit_page
+
+    page = build_audit_page(report)
+    return PageView("audit.html.j2", f"Audit · {report['task']['id']}", page.banner, page)
+
+
+PAGE_KINDS: dict[str, PageKind] = {
+    "diff": PageKind("Results diff", "diff.json", _diff_view),
+    "eval-health": PageKind("Eval health", "health.json", _health_view),
+    "hillclimb-review": PageKind("Hillclimb review", "hillclimb.json", _hillclimb_view),
+    "evaluation": PageKind("Evaluation", "evaluation.json", _evaluation_view),
+    "audit": PageKind("Grader audit", "audit.json", _audit_view),
+}
+"""Report kind (``params.json`` ``kind``) -> its site page. A new kind adds one entry here."""
+
+
+# --------------------------------------------------------------------------- bundles
+
+
+@dataclass(frozen=True)
+class BundlePage:
+    """A verified bundle and its rendered page."""
+
+    kind: str
+    passed: bool
+    verdict: str
+    html: str
+
+
+def render_bundle(bundle: Path) -> BundlePage:
+    """Verify the report folder ``bundle`` by recomputation and render its site page.
+
+    Raises VerificationError (from verify) or InputError; the caller adds the bundle's name."""
+    from evalarc.verify import verify_report_folder
+
+    summary = verify_report_folder(bundle)
+    kind_name = str(summary["kind"])
+    kind = PAGE_KINDS.get(kind_name)
+    if kind is None:
+        raise InputError(f"no site page is defined for {kind_name} reports")
+    folder = EvidenceFolder(bundle)
+    params = load_report_json(folder, PARAMS_FILE)
+    report = load_report_json(folder, kind.report_file)
+    view = kind.build(folder, params, report)
+    html = render_site_page(view.template, title=view.title, home=REPORT_HOME, page=view.model)
+    return BundlePage(kind_name, bool(summary["passed"]), view.verdict, html)
+
+
+def bundle_files(bundle: Path) -> dict[str, dict[str, Any]]:
+    """SHA-256 and size of every file in ``bundle`` except its bundle manifest, by POSIX path."""
+    files: dict[str, dict[str, Any]] = {}
+    for relative, path in walk_files(bundle):
+        if relative == BUNDLE_MANIFEST:
+            continue
+        data = path.read_bytes()
+        files[relative] = {"sha256": sha256_bytes(data), "bytes": len(data)}
+    return files
+
+
+def bundle_manifest(kind: str, label: str, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "schema_version": BUNDLE_SCHEMA,
+        "kind": kind,
+        "source": label,
+        "page": PAGE_FILE,
+        "files": dict(sorted(files.items())),
+    }
+
+
+def walk_files(root: Path, *, limit: int = MAX_BUNDLE_FILES) -> Iterator[tuple[str, Path]]:
+    """Every regular file under ``root`` as (POSIX relative path, path), sorted, refusing
+    symlinks and special files and stopping at ``limit`` files."""
+    count = 0
+    stack = [(root, PurePosixPath())]
+    while stack:
+        folder, prefix = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name, reverse=True)
+        except OSError as error:
+            raise InputError(f"cannot read {folder}: {error.strerror or error}") from None
+        for entry in entries:
+            relative = prefix / entry.name
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                raise InputError(f"{root.name}/{relative} is a symlink; symlinks are refused")
+            if stat.S_ISDIR(info.st_mode):
+                stack.append((Path(entry.path), relative))
+            elif stat.S_ISREG(info.st_mode):
+                count += 1
+                if count > limit:
+                    raise InputError(f"{root.name} holds more than {limit} files")
+                yield relative.as_posix(), Path(entry.path)
+            else:
+                raise InputError(f"{root.name}/{relative} is not a regular file")
+    return
+
+
+def _sorted_walk(root: Path) -> list[tuple[str, Path]]:
+    return sorted(walk_files(root))
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+@dataclass(frozen=True)
+class ReportSource:
+    path: Path
+    label: str
+    """Shown on the index: the folder's name, or its path inside the directory given."""
+
+
+def _is_report_folder(path: Path) -> bool:
+    params = path / PARAMS_FILE
+    return params.is_file() and not params.is_symlink()
+
+
+def discover_reports(paths: Sequence[Path]) -> list[ReportSource]:
+    """Report folders named directly, or found (depth <= DISCOVERY_DEPTH) in directories.
+
+    A report folder is a directory with a ``params.json``; dot-folders, symlinks and built
+    sites are skipped. Sorted by label, then path, so argument order does not matter."""
+    found: dict[Path, ReportSource] = {}
+    for given in paths:
+        if given.is_symlink():
+            raise InputError(f"{given} is a symlink; pass the folder itself")
+        if not given.is_dir():
+            raise InputError(f"{given} is not a folder")
+        if _is_report_folder(given):
+            resolved = given.resolve()
+            found.setdefault(resolved, ReportSource(resolved, given.resolve().name))
+            continue
+        before = len(found)
+        for folder in _search(given.resolve(), depth=0):
+            relative = folder.relative_to(given.resolve()).as_posix()
+            found.setdefault(folder, ReportSource(folder, relative))
+        if len(found) == before:
+            raise InputError(f"{given} holds no report folder (no {PARAMS_FILE} found)")
+    if len(found) > MAX_REPORTS:
+        raise InputError(f"{len(found)} report folders found; at most {MAX_REPORTS} per site")
+    return sorted(found.values(), key=lambda source: (source.label, str(source.path)))
+
+
+def _search(folder: Path, depth: int) -> Iterator[Path]:
+    if (folder / SITE_MANIFEST).is_file() and (folder / REPORTS_DIR).is_dir():
+        return  # a built site: its bundles are not new inputs
+    try:
+        children = sorted(entry for entry in folder.iterdir())
+    except OSError as error:
+        raise InputError(f"cannot read {folder}: {error.strerror or error}") from None
+    for child in children:
+        if child.name.startswith(".") or child.name in SKIPPED_DIRS:
+            continue
+        if child.is_symlink() or not child.is_dir():
+            continue
+        if _is_report_folder(child):
+            yield child
+        elif depth + 1 < DISCOVERY_DEPTH:
+            yield from _search(child, depth + 1)
+
+
+def slug_for(label: str, taken: set[str]) -> str:
+    """A URL-safe folder name for ``label``, unique among ``taken`` (which it extends)."""
+    base = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:SLUG_CHARS].strip("-")
+    base = base or "report"
+    slug, number = base, 2
+    while slug in taken:
+        slug = f"{base}-{number}"
+        number += 1
+    taken.add(slug)
+    return slug
+
+
+# --------------------------------------------------------------------------- docs
+
+
+@dataclass(frozen=True)
+class DocLink:
+    href: str
+    title: str
+
+
+@dataclass(frozen=True)
+class DocPage:
+    title: str
+    body: Markup
+    """HTML from markdown-it (raw HTML off) and pygments; the only markup a template gets."""
+    docs: list[DocLink]
+
+
+def _highlight(code: str, language: str, attrs: str) -> str:
+    # pygments ships no type hints (types-Pygments is not a dependency).
+    from pygments import highlight  # type: ignore[import-untyped]
+    from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
+    from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
+    from pygments.util import ClassNotFound  # type: ignore[import-untyped]
+
+    if not language:
+        return ""
+    try:
+        lexer = get_lexer_by_name(language)
+    except ClassNotFound:
+        return ""  # markdown-it escapes and wraps it as plain code
+    spans = str(highlight(code, lexer, HtmlFormatter(nowrap=True)))
+    return f'<pre class="highlight"><code>{spans}</code></pre>\n'
+
+
+def _external(href: str) -> bool:
+    parts = urlsplit(href)
+    return bool(parts.scheme or parts.netloc) or href.startswith("//")
+
+
+def _doc_href(href: str) -> str:
+    """Point a link to a sibling ``.md`` at its rendered ``.html``."""
+    parts = urlsplit(href)
+    if parts.path.endswith(".md"):
+        path = parts.path[:-3] + ".html"
+        return path + (f"#{parts.fragment}" if parts.fragment else "")
+    return href
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+    from markdown_it.common.utils import escapeHtml
+
+    md = MarkdownIt("commonmark", {"html": False, "highlight": _highlight}).enable("table")
+
+    def link_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        token = tokens[idx]
+        href = str(token.attrGet("href") or "")
+        stack = env.setdefault("links", [])
+        if _external(href):
+            # No request may leave the page: an external link is shown, not followed.
+            stack.append(href)
+            return '<span class="external">'
+        stack.append(None)
+        token.attrSet("href", _doc_href(href))
+        return str(self.renderToken(tokens, idx, options, env))
+
+    def link_close(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        href = env["links"].pop()
+        if href is None:
+            return str(self.renderToken(tokens, idx, options, env))
+        return f"</span> (<code>{escapeHtml(href)}</code>)"
+
+    def image(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        alt = self.renderInlineAsText(tokens[idx].children or [], options, env)
+        return f'<span class="img-alt">[image: {escapeHtml(alt)}]</span>'
+
+    def heading_ids(state: Any) -> None:
+        # Each heading gets a stable id from its text, so "other.md#setup" can resolve.
+        taken: set[str] = set()
+        tokens = state.tokens
+        for index, token in enumerate(tokens):
+            if token.type == "heading_open" and index + 1 < len(tokens):
+                text = tokens[index + 1].content
+                token.attrSet("id", slug_for(text, taken))
+
+    md.core.ruler.push("evalarc_heading_ids", heading_ids)
+    md.add_render_rule("link_open", link_open)
+    md.add_render_rule("link_close", link_close)
+    md.add_render_rule("image", image)
+    return md
+
+
+def doc_title(text: str, fallback: str) -> str:
+    for line in text.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip().strip("#").strip() or fallback
+    return fallback
+
+
+def render_doc(text: str, *, title: str, docs: list[DocLink]) -> str:
+    body = Markup(_markdown().render(text, {}))
+    return render_site_page(
+        "doc.html.j2", title=title, home=DOC_HOME, page=DocPage(title, body, docs)
+    )
+
+
+def doc_sources(docs_dir: Path) -> list[tuple[str, bytes]]:
+    """``docs_dir``'s top-level ``*.md`` files as (name, bytes), sorted by name."""
+    if docs_dir.is_symlink() or not docs_dir.is_dir():
+        raise InputError(f"docs folder {docs_dir} is not a folder")
+    found: list[tuple[str, bytes]] = []
+    for path in sorted(docs_dir.glob("*.md")):
+        if path.is_symlink() or not path.is_file():
+            raise InputError(f"{path} is not a regular file")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*\.md", path.name):
+            raise InputError(f"{path}: doc names may hold only letters, digits, '.', '_', '-'")
+        data = path.read_bytes()
+        if len(data) > MAX_DOC_BYTES:
+            raise InputError(f"{path} exceeds {MAX_DOC_BYTES} bytes")
+        found.append((path.name, data))
+    return found
+
+
+def decode_doc(name: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{name} is not UTF-8") from None
+
+
+def doc_links(names_and_titles: Sequence[tuple[str, str]], prefix: str) -> list[DocLink]:
+    return [
+        DocLink(prefix + posixpath.splitext(name)[0] + ".html", title)
+        for name, title in names_and_titles
+    ]
+
+
+# --------------------------------------------------------------------------- index
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    href: str
+    label: str
+    kind: str
+    tone: str
+    verdict: str
+    """Symbol and word, so the verdict never rests on colour: ``✓ pass`` / ``✗ fail``."""
+    summary: str
+
+
+@dataclass(frozen=True)
+class IndexPage:
+    title: str
+    line: str
+    rows: list[IndexRow]
+    docs: list[DocLink]
+    built_at: str
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """What the index needs to know about one bundle."""
+
+    slug: str
+    label: str
+    kind: str
+    passed: bool
+    verdict: str
+
+
+def build_index_page(
+    title: str, built_at: str, entries: Sequence[IndexEntry], docs: list[DocLink]
+) -> IndexPage:
+    failing = sum(1 for entry in entries if not entry.passed)
+    rows = [
+        IndexRow(
+            href=f"{REPORTS_DIR}/{entry.slug}/{PAGE_FILE}",
+            label=entry.label,
+            kind=PAGE_KINDS[entry.kind].label if entry.kind in PAGE_KINDS else entry.kind,
+            tone="ok" if entry.passed else "bad",
+            verdict="✓ pass" if entry.passed else "✗ fail",
+            summary=entry.verdict,
+        )
+        for entry in entries
+    ]
+    return IndexPage(
+        title=title,
+        line=f"{len(entries)} report(s), {failing} with a failing verdict. "
+        "Every report was recomputed from its bundled inputs when this site was built.",
+        rows=rows,
+        docs=docs,
+        built_at=built_at,
+    )
+
+
+def render_index(
+    title: str, built_at: str, entries: Sequence[IndexEntry], docs: list[DocLink]
+) -> str:
+    page = build_index_page(title, built_at, entries, docs)
+    return render_site_page("index.html.j2", title=title, home=None, page=page)
+
+
+# --------------------------------------------------------------------------- build
+
+
+@dataclass(frozen=True)
+class SiteOptions:
+    title: str = DEFAULT_TITLE
+
+    def validate(self) -> None:
+        if not self.title.strip() or len(self.title) > MAX_TITLE_CHARS:
+            raise UsageError(f"--title must be 1 to {MAX_TITLE_CHARS} characters")
+        if any(ord(char) < 32 for char in self.title):
+            raise UsageError("--title may not contain control characters")
+
+
+@dataclass(frozen=True)
+class BuiltSite:
+    output: Path
+    reports: list[IndexEntry]
+    docs: list[str]
+
+    @property
+    def failing(self) -> int:
+        return sum(1 for entry in self.reports if not entry.passed)
+
+
+def _refuse_nesting(output: Path, inputs: Sequence[Path]) -> None:
+    target = Path(os.path.abspath(output))
+    for given in inputs:
+        source = given.resolve()
+        if target == source or source in target.parents:
+            raise UsageError(f"output folder {output} is inside the input {given}; choose another")
+
+
+def _copy_bundle(source: ReportSource, dest: Path) -> None:
+    total = 0
+    for relative, path in _sorted_walk(source.path):
+        if relative == PAGE_FILE:
+            continue  # replaced by the site page
+        if relative == BUNDLE_MANIFEST:
+            raise InputError(f"{source.path}/{BUNDLE_MANIFEST}: a reserved file name")
+        size = path.stat().st_size
+        if size > MAX_EVIDENCE_FILE_BYTES:
+            raise InputError(f"{source.path}/{relative} exceeds {MAX_EVIDENCE_FILE_BYTES} bytes")
+        total += size
+        if total > MAX_BUNDLE_BYTES:
+            raise InputError(f"{source.path} exceeds {MAX_BUNDLE_BYTES} bytes")
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise InputError(f"cannot read {path}: {error.strerror or error}") from None
+        write_bytes(dest.joinpath(*PurePosixPath(relative).parts), data)
+
+
+def build_site(
+    inputs: Sequence[Path],
+    output: Path,
+    *,
+    options: SiteOptions | None = None,
+    docs_dir: Path | None = None,
+    on_report: Callable[[str], None] | None = None,
+) -> BuiltSite:
+    """Build a new site at ``output`` from report folders (or directories of them) and docs.
+
+    Nothing is written unless every report verifies and every page renders; ``output`` must
+    not exist and may not lie inside an input."""
+    options = options or SiteOptions()
+    options.validate()
+    sources = discover_reports(inputs)
+    docs = doc_sources(docs_dir) if docs_dir is not None else []
+    _refuse_nesting(output, [*inputs, *([docs_dir] if docs_dir is not None else [])])
+    built_at = timestamp()
+    taken: set[str] = set()
+    entries: list[IndexEntry] = []
+    report_rows: list[dict[str, Any]] = []
+    with staged_folder(output) as staging:
+        for source in sources:
+            slug = slug_for(source.label, taken)
+            bundle = staging / REPORTS_DIR / slug
+            _copy_bundle(source, bundle)
+            try:
+                page = render_bundle(bundle)
+            except EvalArcError as error:
+                raise InputError(f"{source.path}: {error.message}") from None
+            write_text(bundle / PAGE_FILE, page.html)
+            manifest = bundle_manifest(page.kind, source.label, bundle_files(bundle))
+            write_json(bundle / BUNDLE_MANIFEST, manifest)
+            entries.append(IndexEntry(slug, source.label, page.kind, page.passed, page.verdict))
+            report_rows.append(
+                {
+                    "path": f"{REPORTS_DIR}/{slug}",
+                    "label": source.label,
+                    "kind": page.kind,
+                    "manifest_sha256": sha256_bytes((bundle / BUNDLE_MANIFEST).read_bytes()),
+                }
+            )
+            if on_report is not None:
+                on_report(f"{source.label}: {page.kind}, {'pass' if page.passed else 'fail'}")
+        titles = [(name, doc_title(decode_doc(name, data), name[:-3])) for name, data in docs]
+        for name, data in docs:
+            text = decode_doc(name, data)
+            write_bytes(staging / DOCS_DIR / name, data)
+            write_text(
+                staging / DOCS_DIR / (name[:-3] + ".html"),
+                render_doc(text, title=doc_title(text, name[:-3]), docs=doc_links(titles, "")),
+            )
+        index = render_index(options.title, built_at, entries, doc_links(titles, f"{DOCS_DIR}/"))
+        write_text(staging / PAGE_FILE, index)
+        files = {
+            relative: {"sha256": sha256_bytes(data), "bytes": len(data)}
+            for relative, data in _loose_files(staging)
+        }
+        write_json(
+            staging / SITE_MANIFEST,
+            site_manifest(options, built_at, report_rows, [name for name, _ in docs], files),
+        )
+        _self_check(staging)
+    return BuiltSite(output, entries, [name for name, _ in docs])
+
+
+def _loose_files(staging: Path) -> Iterator[tuple[str, bytes]]:
+    """The files outside bundles: the index and the docs."""
+    yield PAGE_FILE, (staging / PAGE_FILE).read_bytes()
+    docs = staging / DOCS_DIR
+    if docs.is_dir():
+        for relative, path in _sorted_walk(docs):
+            yield f"{DOCS_DIR}/{relative}", path.read_bytes()
+
+
+def site_manifest(
+    options: SiteOptions,
+    built_at: str,
+    reports: list[dict[str, Any]],
+    docs: list[str],
+    files: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    return {
+        "schema_version": SITE_SCHEMA,
+        "generator": f"EvalArc {__version__}",
+        "built_at": built_at,
+        "options": {"title": options.title},
+        "reports": reports,
+        "docs": docs,
+        "files": dict(sorted(files.items())),
+    }
+
+
+def _self_check(root: Path) -> None:
+    from evalarc.site.check import check_site
+
+    problems = check_site(root)
+    if problems:
+        raise OutputError(f"the built site fails its own page check: {problems[0]}")
