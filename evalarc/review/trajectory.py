@@ -235,9 +235,10 @@ def parse_checkpoints(document: JSONValue, budget_seconds: float, *, name: str) 
         score = _check_score(name, index, evaluation["score"])
         resolved = evaluation.get("resolved")
         if not isinstance(resolved, bool):
+            shown = "missing" if "resolved" not in evaluation else repr(resolved)[:40]
             raise InputError(
                 f"{name}: checkpoint {index}: checkpoint resolution must be Boolean "
-                f"(resolved is {str(resolved)[:40]!r})"
+                f"(resolved is {shown})"
             )
         candidate = evaluation.get("candidate_sha256")
         if candidate is not None and not _is_sha256(candidate):
