@@ -379,6 +379,37 @@ def hillclimb_run(config: Path, output: Path, trust_local: bool, quiet: bool) ->
 
 
 @main.command()
+@click.argument("checkpoints", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--budget-seconds",
+    type=float,
+    required=True,
+    help="The budget B the score area is integrated over and divided by (finite, > 0).",
+)
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Write a new, self-verifying report folder here.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the trajectory JSON instead of text.")
+def trajectory(
+    checkpoints: Path, budget_seconds: float, output: Path | None, as_json: bool
+) -> None:
+    """Integrate the left-step score curve of CHECKPOINTS (a JSON array of elapsed_seconds and
+    evaluation) over the budget; exit 2 if any checkpoint is refused."""
+    from evalarc.review.trajectory import terminal_lines
+    from evalarc.trajectory_report import run_trajectory
+
+    report = run_trajectory(checkpoints, budget_seconds, output)
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        for line in terminal_lines(report, str(output) if output is not None else None):
+            click.echo(line)
+    sys.exit(int(ExitCode.ACCEPTED))
+
+
+@main.command()
 @click.argument("evidence", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print evalarc.verification.v1 JSON.")
 @click.option(
