@@ -399,6 +399,10 @@ def test_page_model_cards_and_rows(folder: Path) -> None:
         ("1800", "1.0000", "2700", "900", ""),
         ("2700", "0.8500", "3600", "765", "regression"),
     ]
+    assert page.verdict == (
+        "Normalized score area 0.6250 over 3600 s; final score 0.8500, first resolved at "
+        "1800 s, 1 regression"
+    )
     assert page.identity[0].value == "durable-kv 0.1.0 (public-development)"
     assert page.identity[4].value == "17, 41, 97"
 

@@ -99,6 +99,8 @@ class IdentityRow:
 
 @dataclass(frozen=True)
 class TrajectoryPage:
+    verdict: str
+    """One sentence for the site index: the area, the final score and the regressions."""
     source_name: str
     source_sha256: str
     budget_text: str
@@ -279,7 +281,15 @@ def build_trajectory_page(report: dict[str, Any]) -> TrajectoryPage:
             )
         )
     budget_text = format_seconds(report["budget_seconds"])
+    count = len(regressions)
+    verdict = (
+        f"Normalized score area {_score(report['normalized_score_area'])} over {budget_text} s; "
+        f"final score {_score(report['final_score'])}, "
+        + ("never resolved" if first is None else f"first resolved at {format_seconds(first)} s")
+        + f", {count} regression{'' if count == 1 else 's'}"
+    )
     return TrajectoryPage(
+        verdict=verdict,
         source_name=report["source"]["name"],
         source_sha256=report["source"]["sha256"],
         budget_text=budget_text,
