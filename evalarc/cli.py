@@ -79,6 +79,11 @@ _FORMAT_CHOICE = click.Choice(["auto", "inspect", "promptfoo", "junit"])
     type=click.Path(path_type=Path, dir_okay=False),
     help="Append the Markdown summary to this file (e.g. $GITHUB_STEP_SUMMARY).",
 )
+@click.option(
+    "--junit",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write JUnit XML here: each blocking change a failed test, every other check a pass.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the full diff JSON instead of text.")
 @click.option(
     "--held-out",
@@ -111,6 +116,7 @@ def diff(
     threshold: float,
     output: Path | None,
     markdown: Path | None,
+    junit: Path | None,
     as_json: bool,
     held_out: Path | None,
     harness: tuple[Path, ...],
@@ -139,7 +145,7 @@ def diff(
         held_out=held_out,
         harness=list(harness) if harness else None,
     )
-    report = run_diff(request, output)
+    report = run_diff(request, output, junit)
     if markdown is not None:
         _append(markdown, markdown_summary(report))
     if as_json:

@@ -51,8 +51,12 @@ def _copy_name(role: str, original: Path) -> str:
     return role + (original.suffix or ".json")
 
 
-def run_diff(request: DiffRequest, output: Path | None = None) -> dict[str, Any]:
-    """Load both runs, compute the diff, and (with ``output``) publish a report folder."""
+def run_diff(
+    request: DiffRequest, output: Path | None = None, junit: Path | None = None
+) -> dict[str, Any]:
+    """Load both runs, compute the diff, and (with ``output``) publish a report folder; (with
+    ``junit``) write every compared check as a JUnit testcase (see
+    :mod:`evalarc.junit_output`)."""
     request.options.validate()
     baseline = load_results(request.baseline, request.format, request.options.threshold)
     current = load_results(request.current, request.format, request.options.threshold)
@@ -63,6 +67,10 @@ def run_diff(request: DiffRequest, output: Path | None = None) -> dict[str, Any]
     )
     if output is not None:
         write_diff_folder(output, request, report, baseline, current, split, harness)
+    if junit is not None:
+        from evalarc.junit_output import write_junit
+
+        write_junit(junit, report, baseline, current)
     return report
 
 

@@ -1,0 +1,324 @@
+"""The GitHub Action's decision step: read ``diff.json``, set step outputs, annotate, decide.
+
+``action.yml`` runs ``evalarc diff`` and then ``python -m evalarc.action gate``. This module turns
+the report into what GitHub shows: step outputs (written to ``$GITHUB_OUTPUT``), one ``::warning``
+per blocking change (up to a cap), and a final ``::error`` when the step fails.
+
+Everything shown comes from result files written by others, so every workflow command is escaped
+the way GitHub's runner unescapes it: in messages ``%`` -> ``%25``, CR -> ``%0D``, LF -> ``%0A``;
+in properties also ``:`` -> ``%3A`` and ``,`` -> ``%2C``. A hostile case id therefore stays inside
+its own annotation and cannot start a new workflow command. Outputs use the delimited
+(``name<<DELIMITER``) form with a random delimiter, so a value cannot add another output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from evalarc.review.diff import BLOCKING_KINDS, overall_passed
+
+MAX_ANNOTATIONS = 10
+"""Blocking changes (and, separately, leakage hits) annotated at most; the rest are counted."""
+
+REPORT_FILE = "diff.json"
+OUTPUT_NAMES = (
+    "gate-passed",
+    "passed",
+    "blocking-changes",
+    "report",
+    "generalization-state",
+    "leakage-hits",
+    "cost-ratio",
+)
+
+
+# -- escaping -----------------------------------------------------------------------------------
+
+
+_OTHER_LINE_BREAKS = frozenset("\x85\u2028\u2029")
+
+
+def _fold_controls(text: str) -> str:
+    """Replace control characters other than tab/CR/LF, and the Unicode line breaks some viewers
+    honour (NEL, U+2028, U+2029), with spaces; CR and LF are escaped afterwards."""
+    return "".join(
+        " "
+        if (ord(char) < 32 and char not in "\t\r\n")
+        or ord(char) == 127
+        or char in _OTHER_LINE_BREAKS
+        else char
+        for char in text
+    )
+
+
+def escape_data(value: object) -> str:
+    """A workflow-command message: ``%``, CR and LF escaped, so it stays one command."""
+    text = _fold_controls(str(value))
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: object) -> str:
+    """A workflow-command property value: as a message, plus ``:`` and ``,``."""
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def workflow_command(command: str, message: object, **properties: object) -> str:
+    """``::command key=value,...::message`` with every part escaped (keys are ours, fixed)."""
+    props = ",".join(
+        f"{key}={escape_property(value)}" for key, value in properties.items() if value is not None
+    )
+    head = f"::{command} {props}" if props else f"::{command}"
+    return f"{head}::{escape_data(message)}"
+
+
+def output_block(name: str, value: str, delimiter: str | None = None) -> str:
+    """One ``$GITHUB_OUTPUT`` entry in the delimited form, which carries any value safely."""
+    marker = delimiter or f"ghadelimiter_{uuid.uuid4()}"
+    if marker in value or marker in name:
+        raise ValueError("output delimiter occurs in the value")
+    return f"{name}<<{marker}\n{value}\n{marker}\n"
+
+
+# -- what the report says -----------------------------------------------------------------------
+
+
+@dataclass
+class GateResult:
+    """What the gate step writes and prints, and the exit code of the step."""
+
+    outputs: dict[str, str] = field(default_factory=dict)
+    commands: list[str] = field(default_factory=list)
+    exit_code: int = 0
+
+
+def _fraction(side: object) -> str:
+    if not isinstance(side, dict):
+        return "absent"
+    return f"{side.get('passed')}/{side.get('assessed')}"
+
+
+def _ratio_text(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return ""
+    return f"{round(float(value), 6):g}" if abs(value) < 1e15 else str(value)
+
+
+def report_outputs(report: dict[str, Any], report_dir: str) -> dict[str, str]:
+    """The step outputs: the quality gate, the overall decision, counts and optional states."""
+    generalization = report.get("generalization")
+    leakage = report.get("leakage")
+    cost = report.get("cost_gate")
+    return {
+        "gate-passed": "true" if report.get("gate_passed") else "false",
+        "passed": "true" if overall_passed(report) else "false",
+        "blocking-changes": str(int(report.get("blocking_changes") or 0)),
+        "report": report_dir,
+        "generalization-state": str(generalization.get("state", ""))
+        if isinstance(generalization, dict)
+        else "",
+        "leakage-hits": str(len(leakage.get("hits") or [])) if isinstance(leakage, dict) else "",
+        "cost-ratio": _ratio_text(cost.get("ratio")) if isinstance(cost, dict) else "",
+    }
+
+
+def blocking_annotations(report: dict[str, Any], limit: int = MAX_ANNOTATIONS) -> list[str]:
+    """One warning per blocking change (up to ``limit``), then one line counting the rest."""
+    rows = [row for row in report.get("changes") or [] if row.get("kind") in BLOCKING_KINDS]
+    commands: list[str] = []
+    for row in rows[:limit]:
+        kind = str(row.get("kind"))
+        message = (
+            f"{row.get('case_id')} / {row.get('check')}: passed "
+            f"{_fraction(row.get('baseline'))} -> {_fraction(row.get('current'))}"
+        )
+        if row.get("within_sampling_noise"):
+            message += " (within sampling noise; the gate still fails)"
+        commands.append(
+            workflow_command("warning", message, title=f"EvalArc {kind.replace('_', ' ')}")
+        )
+    if len(rows) > limit:
+        commands.append(
+            workflow_command(
+                "warning",
+                f"{len(rows) - limit} more blocking change(s) are listed in {REPORT_FILE}",
+                title="EvalArc",
+            )
+        )
+    return commands
+
+
+def other_annotations(report: dict[str, Any], limit: int = MAX_ANNOTATIONS) -> list[str]:
+    """Warnings for unfinished runs, the held-out state, leakage hits and a failed cost gate."""
+    commands: list[str] = []
+    for side in ("baseline", "current"):
+        if report.get(f"{side}_incomplete"):
+            status = ((report.get(side) or {}).get("identity") or {}).get("status")
+            commands.append(
+                workflow_command(
+                    "warning",
+                    f"the {side} run did not finish (status {status}); the gate fails",
+                    title=f"EvalArc incomplete {side}",
+                )
+            )
+    generalization = report.get("generalization")
+    if isinstance(generalization, dict) and generalization.get("state") != "generalizes":
+        commands.append(
+            workflow_command(
+                "warning",
+                generalization.get("explanation", ""),
+                title=f"EvalArc held-out: {generalization.get('state')}",
+            )
+        )
+    leakage = report.get("leakage")
+    if isinstance(leakage, dict):
+        hits = leakage.get("hits") or []
+        for hit in hits[:limit]:
+            commands.append(
+                workflow_command(
+                    "warning",
+                    f"{hit.get('role')} of case {hit.get('case_id')} "
+                    f"({hit.get('partition') or 'no split'}) appears verbatim: {hit.get('text')}",
+                    title="EvalArc harness leakage",
+                    file=hit.get("file"),
+                    line=hit.get("line"),
+                )
+            )
+        if len(hits) > limit:
+            commands.append(
+                workflow_command(
+                    "warning",
+                    f"{len(hits) - limit} more leakage hit(s) are listed in {REPORT_FILE}",
+                    title="EvalArc harness leakage",
+                )
+            )
+    cost = report.get("cost_gate")
+    if isinstance(cost, dict) and not cost.get("passed", False):
+        commands.append(
+            workflow_command(
+                "warning",
+                f"{cost.get('metric')}: current/baseline {_ratio_text(cost.get('ratio'))} "
+                f"exceeds the limit {cost.get('max_ratio')}",
+                title="EvalArc cost gate failed",
+            )
+        )
+    return commands
+
+
+def decide(
+    report_dir: str,
+    diff_exit: int,
+    fail_on_regression: bool,
+    read_report: Callable[[Path], dict[str, Any]] | None = None,
+) -> GateResult:
+    """Everything the gate step does, as data: outputs, workflow commands, exit code."""
+    result = GateResult()
+    if diff_exit not in (0, 1):
+        result.commands.append(
+            workflow_command(
+                "error",
+                f"result files could not be compared (evalarc diff exited {diff_exit}); "
+                "the messages above say why",
+                title="EvalArc",
+            )
+        )
+        result.exit_code = 2
+        return result
+    try:
+        report = (read_report or _read_report)(Path(report_dir) / REPORT_FILE)
+    except (OSError, ValueError) as error:
+        result.commands.append(
+            workflow_command(
+                "error", f"cannot read {REPORT_FILE} in {report_dir}: {error}", title="EvalArc"
+            )
+        )
+        result.exit_code = 2
+        return result
+    result.outputs = report_outputs(report, report_dir)
+    result.commands.extend(blocking_annotations(report))
+    result.commands.extend(other_annotations(report))
+    if diff_exit == 1:
+        message = (
+            "a check lost passes or coverage, a run did not finish, or a required "
+            f"generalization or cost gate failed; the report is in {report_dir}"
+        )
+        if fail_on_regression:
+            result.commands.append(workflow_command("error", message, title="EvalArc gate failed"))
+            result.exit_code = 1
+        else:
+            result.commands.append(
+                workflow_command(
+                    "notice",
+                    message + " (fail-on-regression is false, so the step passes)",
+                    title="EvalArc gate failed",
+                )
+            )
+    return result
+
+
+def _read_report(path: Path) -> dict[str, Any]:
+    with path.open(encoding="utf-8") as handle:
+        value = json.load(handle)
+    if not isinstance(value, dict):
+        raise ValueError(f"{REPORT_FILE} is not a JSON object")
+    return value
+
+
+# -- entry point --------------------------------------------------------------------------------
+
+
+def write_outputs(outputs: Sequence[tuple[str, str]], path: str | None, stream: TextIO) -> None:
+    """Append outputs to ``$GITHUB_OUTPUT``; without it (a local run) print them instead."""
+    if not path:
+        for name, value in outputs:
+            stream.write(f"{name}={escape_data(value)}\n")
+        return
+    blocks = "".join(output_block(name, value) for name, value in outputs)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(blocks)
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m evalarc.action", description="Steps of EvalArc's GitHub Action."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    gate = commands.add_parser("gate", help="Outputs, annotations and the step's exit code.")
+    gate.add_argument("--report", required=True, help="The folder evalarc diff wrote.")
+    gate.add_argument("--diff-exit", required=True, type=int, help="evalarc diff's exit code.")
+    gate.add_argument("--fail-on-regression", type=_parse_bool, default=True)
+    output = commands.add_parser("output", help="Set one step output safely.")
+    output.add_argument("name", choices=["site"])
+    output.add_argument("value")
+    args = parser.parse_args(argv)
+    github_output = os.environ.get("GITHUB_OUTPUT")
+    if args.command == "output":
+        write_outputs([(args.name, args.value)], github_output, sys.stdout)
+        return 0
+    result = decide(args.report, args.diff_exit, args.fail_on_regression)
+    write_outputs(list(result.outputs.items()), github_output, sys.stdout)
+    for command in result.commands:
+        print(command)
+    sys.stdout.flush()
+    return result.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
