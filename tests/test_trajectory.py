@@ -139,8 +139,19 @@ def test_report_fields_and_identity() -> None:
     assert report["source"] == {"name": "run.json", "sha256": "0" * 64}
     assert report["budget_seconds"] == 100.0
     assert report["identity"] == {
-        field: REAL[field]
-        for field in ("schema_version", "task", "grader_sha256", "cases_sha256", "runtime", "seeds")
+        **{
+            field: REAL[field]
+            for field in ("schema_version", "task", "grader_sha256", "cases_sha256", "runtime")
+        },
+        "seeds": [17, 41, 97],
+        "weights": {
+            "basic": 0.25,
+            "validation": 0.15,
+            "transactions": 0.2,
+            "compare_swap": 0.15,
+            "persistence": 0.15,
+            "crash_recovery": 0.1,
+        },
     }
     assert report["checkpoints"][0]["candidate_sha256"] == REAL["candidate_sha256"]
 
@@ -234,6 +245,11 @@ REFUSALS: list[tuple[str, Any, type[EvalArcError], str]] = [
      "run.json: checkpoint 2: evaluation seeds must be a non-empty list of distinct integers"),
     ("seeds Boolean", _with(None, _set("seeds", [True])), InputError,
      "run.json: checkpoint 2: evaluation seeds must be a non-empty list of distinct integers"),
+    ("dimensions missing", _with(None, _drop("dimensions")), InputError,
+     "run.json: checkpoint 2: evaluation dimensions must map each dimension to an object with a "
+     "numeric weight"),
+    ("weight not a number", _with(None, lambda e: e["dimensions"]["basic"].update(weight="1")),
+     InputError, "run.json: checkpoint 2: evaluation dimensions must map each dimension to an "),
 ]  # fmt: skip
 
 
@@ -270,6 +286,9 @@ COMPARABILITY: list[tuple[str, Any, str]] = [
      "runtime (platform)"),
     ("seeds", _set("seeds", [17, 41]), "seeds"),
     ("seeds order", _set("seeds", [97, 41, 17]), "seeds"),
+    ("weights", lambda e: e["dimensions"]["basic"].update(weight=0.3), "weights (basic)"),
+    ("dimension renamed", lambda e: e["dimensions"].update(extra=e["dimensions"].pop("basic")),
+     "weights (basic, extra)"),
 ]  # fmt: skip
 
 
@@ -285,7 +304,7 @@ def test_comparability_on_each_field(change: Any, named: str) -> None:
         compute(document)
     assert caught.value.message == (
         "run.json: checkpoint 3: checkpoints must use the same task, grader, cases, runtime, "
-        f"and seeds (it differs from checkpoint 1 in {named})"
+        f"seeds, and scoring weights (it differs from checkpoint 1 in {named})"
     )
 
 

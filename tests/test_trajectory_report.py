@@ -146,7 +146,7 @@ def _write(tmp_path: Path, name: str, document: Any) -> Path:
         (
             lambda doc: doc[3]["evaluation"].update(seeds=[17]),
             "evalarc: run.json: checkpoint 4: checkpoints must use the same task, grader, cases, "
-            "runtime, and seeds (it differs from checkpoint 1 in seeds)",
+            "runtime, seeds, and scoring weights (it differs from checkpoint 1 in seeds)",
         ),
         (lambda doc: doc.clear(), "evalarc: run.json: checkpoints must not be empty"),
     ],
@@ -349,7 +349,7 @@ def test_page_is_self_contained_with_an_svg_curve(folder: Path) -> None:
     assert ">budget 3600 s</text>" in html
     assert 'stroke-dasharray="6 4"' in html
     assert "not a METR time horizon" in html
-    assert html.count("<tr>") == 1 + 4 + 7  # header, four checkpoints, seven identity rows
+    assert html.count("<tr>") == 1 + 4 + 8  # header, four checkpoints, eight identity rows
 
 
 def test_chart_model_of_the_example(folder: Path) -> None:
@@ -405,6 +405,10 @@ def test_page_model_cards_and_rows(folder: Path) -> None:
     )
     assert page.identity[0].value == "durable-kv 0.1.0 (public-development)"
     assert page.identity[4].value == "17, 41, 97"
+    assert page.identity[5].value == (
+        "basic 0.25, validation 0.15, transactions 0.2, compare_swap 0.15, persistence 0.15, "
+        "crash_recovery 0.1"
+    )
 
 
 def test_hostile_names_are_escaped_in_the_svg_and_table(tmp_path: Path) -> None:

@@ -8,9 +8,11 @@ one holds until B. Regressions keep their lower score (no best-so-far) and nothi
 interpolated.
 
 Only comparable observations may share a curve: schema version, task, grader fingerprint, cases
-fingerprint, the whole runtime object and the seeds must be identical across checkpoints
-(the reference compared no seeds; seed 000 says changing them breaks comparability). An empty
-list is refused (the reference returned area 0, which reads like a measured zero).
+fingerprint, the whole runtime object, the seeds and the dimension weights must be identical
+across checkpoints (the reference compared neither seeds nor weights; seed 000 says changing
+seeds or scoring rules breaks comparability, and the weights are checked directly because the
+grader fingerprint is only a claim inside the file). An empty list is refused (the reference
+returned area 0, which reads like a measured zero).
 
 Pure: the caller reads the file; this module validates the parsed document and returns plain
 JSON. The area is summed exactly (``fractions.Fraction`` over the given numbers) and rounded
@@ -46,13 +48,24 @@ INTERPRETATION = (
     "the elapsed times."
 )
 
-IDENTITY_FIELDS = ("schema_version", "task", "grader_sha256", "cases_sha256", "runtime", "seeds")
-"""What must be identical across checkpoints for their scores to share one curve."""
+IDENTITY_FIELDS = (
+    "schema_version",
+    "task",
+    "grader_sha256",
+    "cases_sha256",
+    "runtime",
+    "seeds",
+    "weights",
+)
+"""What must be identical across checkpoints for their scores to share one curve; ``weights``
+is the dimension -> weight map read from the evaluation's ``dimensions``."""
 
 TIME_RULE = "checkpoint times must increase and stay within the budget"
 SCORE_RULE = "checkpoint scores must be finite and between zero and one"
 VALID_RULE = "checkpoint must have a valid evaluated score"
-COMPARABLE_RULE = "checkpoints must use the same task, grader, cases, runtime, and seeds"
+COMPARABLE_RULE = (
+    "checkpoints must use the same task, grader, cases, runtime, seeds, and scoring weights"
+)
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -183,7 +196,21 @@ def _identity(name: str, index: int, evaluation: Mapping[str, Any]) -> dict[str,
         or len(set(seeds)) != len(seeds)
     ):
         raise refuse("seeds must be a non-empty list of distinct integers")
-    return {field: evaluation[field] for field in IDENTITY_FIELDS}
+    dimensions = evaluation.get("dimensions")
+    if (
+        not isinstance(dimensions, dict)
+        or not dimensions
+        or not all(
+            isinstance(entry, dict) and is_finite_number(entry.get("weight"))
+            for entry in dimensions.values()
+        )
+    ):
+        raise refuse("dimensions must map each dimension to an object with a numeric weight")
+    weights = {name: entry["weight"] for name, entry in dimensions.items()}
+    return {
+        **{field: evaluation[field] for field in IDENTITY_FIELDS if field != "weights"},
+        "weights": weights,
+    }
 
 
 def _differences(first: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:

@@ -244,6 +244,10 @@ def _identity_rows(identity: dict[str, Any]) -> list[IdentityRow]:
         IdentityRow("cases_sha256", str(identity["cases_sha256"])),
         IdentityRow("seeds", ", ".join(str(seed) for seed in identity["seeds"])),
         IdentityRow(
+            "weights",
+            ", ".join(f"{name} {weight:g}" for name, weight in identity["weights"].items()),
+        ),
+        IdentityRow(
             "command", json.dumps(command, ensure_ascii=False) if command is not None else "—"
         ),
         IdentityRow("runtime", json.dumps(runtime, sort_keys=True, ensure_ascii=False)),
