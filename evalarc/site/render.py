@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from evalarc.resources import bundled_dir
 
@@ -36,7 +37,11 @@ def environment() -> jinja2.Environment:
 
 
 def stylesheet() -> str:
-    return (bundled_dir("assets") / "evalarc.css").read_text(encoding="utf-8")
+    """``assets/evalarc.css``; it may not contain ``</style`` (it is inlined raw)."""
+    css = (bundled_dir("assets") / "evalarc.css").read_text(encoding="utf-8")
+    if "</style" in css.lower():
+        raise ValueError("assets/evalarc.css contains '</style' and cannot be inlined")
+    return css
 
 
 def content_security_policy(styles: list[str]) -> str:
@@ -53,8 +58,10 @@ def content_security_policy(styles: list[str]) -> str:
 def render_page(template: str, *, title: str, **context: Any) -> str:
     """Render ``template`` with the shared layout, inline CSS and CSP."""
     css = stylesheet()
+    # The stylesheet is our own asset, inlined verbatim: escaping it would change the bytes the
+    # CSP hash allows (quotes become &#34;) and the browser would drop every rule.
     return (
         environment()
         .get_template(template)
-        .render(title=title, css=css, csp=content_security_policy([css]), **context)
+        .render(title=title, css=Markup(css), csp=content_security_policy([css]), **context)
     )
