@@ -169,15 +169,26 @@ def hog():
         chunks.append(b"m" * (16 * 1024 * 1024))
 
 
+VALUE_PATH = os.path.join(STATE, "value")
+PENDING = []
+
+
+def store(value):
+    with open(VALUE_PATH + ".tmp", "w") as handle:
+        handle.write(json.dumps(value))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(VALUE_PATH + ".tmp", VALUE_PATH)
+
+
 def handle(request):
     op = request.get("op") if isinstance(request, dict) else None
-    value_path = os.path.join(STATE, "value")
+    value_path = VALUE_PATH
     if op == "put":
-        with open(value_path + ".tmp", "w") as handle:
-            handle.write(json.dumps(request["value"]))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(value_path + ".tmp", value_path)
+        store(request["value"])
+        return {"ok": True}
+    if op == "later":
+        PENDING.append(request["value"])  # acknowledged now, written only when stdin ends
         return {"ok": True}
     if op == "nest":
         os.makedirs(os.path.join(STATE, "sub", "deeper"))
@@ -229,6 +240,8 @@ for line in sys.stdin:
     if answer is not None:
         sys.stdout.write(json.dumps(answer, allow_nan=True) + "\n")
         sys.stdout.flush()
+if PENDING:
+    store(PENDING[-1])
 if BEHAVIOUR == "exit-3":
     sys.exit(3)
 if BEHAVIOUR == "ignore-eof":
@@ -520,6 +533,23 @@ def test_kill_really_kills_and_acknowledged_writes_survive(make_backend: MakeBac
         kills = [event["session"] for event in run.transcript.events if event["event"] == "kill"]
         assert kills == [0, 1]
         assert run.containers_made == 1
+
+
+@pytest.mark.parametrize(("stop", "survives"), [("kill", False), ("eof", True)])
+def test_kill_gives_no_warning(make_backend: MakeBackend, stop: str, survives: bool) -> None:
+    # A write the candidate defers until stdin ends must be lost by a kill (SIGKILL without a
+    # prior EOF), and kept by a clean EOF stop: this is what catches commit-on-exit faults.
+    backend = make_backend()
+    with backend.open_case(f"defer-{stop}") as run:
+        first = run.start_session()
+        assert first.exchange({"op": "later", "value": "deferred"}) == {"ok": True}
+        if stop == "kill":
+            first.kill()
+        else:
+            first.stop_eof()
+        second = run.start_session()
+        assert second.exchange({"op": "get"}) == {"value": "deferred" if survives else None}
+        second.stop_eof()
 
 
 def test_sessions_share_only_state_and_cases_share_nothing(make_backend: MakeBackend) -> None:

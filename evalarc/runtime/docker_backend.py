@@ -46,7 +46,7 @@ import struct
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -184,6 +184,7 @@ class DockerSession:
         self._marker = f"evalarc-{secrets.token_hex(16)}:ready\n".encode("ascii")
         self._marker_seen = bytearray()
         self._ready = False
+        self._draining = False
         self._eof = False
         self._stdin_open = True
         self._ended = False
@@ -328,11 +329,6 @@ class DockerSession:
         if not self._ended:
             self._finish(killed=True)
 
-    def abandon(self) -> None:
-        """End the session after the case has already killed every candidate process."""
-        if not self._ended:
-            self._finish(killed=True, reaped=True)
-
     # -- internals ----------------------------------------------------------------------------
 
     def _require_running(self) -> None:
@@ -391,7 +387,12 @@ class DockerSession:
 
     def _dispatch(self, chunk: bytes) -> None:
         for stream, payload in self._decoder.feed(chunk):
-            if stream == _STDOUT:
+            if self._draining:
+                # The session is over: only the stderr tail still matters (bounded memory).
+                if stream == _STDERR:
+                    with suppress(AgentFault):
+                        self._reader.feed_stderr(payload)
+            elif stream == _STDOUT:
                 if self._ready:
                     self._reader.feed_stdout(payload)
                 else:
@@ -431,7 +432,9 @@ class DockerSession:
             if line is not None:
                 return line
             if self._eof:
-                code = self._wait_exit_code(time.monotonic() + CLEANUP_TIMEOUT)
+                # Both streams are closed; Docker reports the exit a moment later (or never, if
+                # the process lives on without them: then it is killed as usual).
+                code = self._wait_exit_code(deadline)
                 if code is not None:
                     self._exit_code = code
                     if code in LAUNCH_FAILURE_CODES:
@@ -476,22 +479,28 @@ class DockerSession:
         self._record("fault", message=failure.message, kind=kind)
         self._finish(killed=True)
 
-    def _finish(self, killed: bool, reaped: bool = False) -> None:
+    def _finish(self, killed: bool) -> None:
         """Make sure the process is gone, then record exit and diagnostics."""
         if self._ended:
             return
         self._ended = True
         self._stdin_open = False
-        self.disconnect()
+        try:
+            if self._exec_id and killed and self._exit_code is None:
+                self._record("kill")
+                # No warning: stdin stays open until the process is gone. Meanwhile its output
+                # keeps being read, because Docker 20.10 waits (without a timeout) for an exec's
+                # output copy to finish before it handles the container's next exec exit; an
+                # unread flood would otherwise wedge every later exec of the case container.
+                self._draining = True
+                self._case.reap(self._exec_id, wait=self._drain_for)
+                self._exit_code = -9
+            elif self._exec_id:
+                self._case.needs_reap = True
+        finally:
+            self._close_stream()
         if not self._exec_id:
             return
-        if killed and self._exit_code is None:
-            self._record("kill")
-            if not reaped:
-                self._case.reap(self._exec_id)
-            self._exit_code = -9
-        else:
-            self._case.needs_reap = True
         self._record("exit", code=self._exit_code)
         self._record(
             "stderr",
@@ -500,16 +509,27 @@ class DockerSession:
             stderr_bytes=self._reader.stderr_bytes,
         )
 
-    def disconnect(self) -> None:
-        """Keep what output is already here, then tear the stream down in both directions.
+    def _drain_for(self, timeout: float) -> None:
+        """Read whatever output arrives within ``timeout`` seconds (used while killing)."""
+        if self._socket is None or self._eof:
+            time.sleep(timeout)
+            return
+        readable, _, _ = select.select([self._socket], [], [], timeout)
+        if readable:
+            with suppress(AgentFault, EnvironmentFailure):
+                self._receive()
 
-        This must happen before the process is reaped: Docker 20.10 waits, without a timeout, for
-        an exec's output copy to finish before it handles the container's next exec exit, so an
-        unread stream (a flood) would otherwise wedge every later exec of the case container.
-        """
+    def _close_stream(self) -> None:
+        """Keep what output is already here (for the stderr tail), then drop the connection."""
         if self._socket is None:
             return
-        self._collect_leftovers()
+        self._draining = True
+        while not self._eof:
+            readable, _, _ = select.select([self._socket], [], [], 0)
+            if not readable:
+                break
+            with suppress(AgentFault, EnvironmentFailure):
+                self._receive()
         with suppress(OSError):
             self._socket.shutdown(socket.SHUT_RDWR)
         for stream in (self._socket_owner, self._socket):
@@ -518,17 +538,6 @@ class DockerSession:
                     stream.close()
         self._socket = None
         self._socket_owner = None
-
-    def _collect_leftovers(self) -> None:
-        """Read what is already in the socket (for the stderr tail); limits no longer matter."""
-        while self._socket is not None and not self._eof:
-            readable, _, _ = select.select([self._socket], [], [], 0)
-            if not readable:
-                return
-            try:
-                self._receive()
-            except (AgentFault, EnvironmentFailure):
-                return
 
 
 class DockerCaseRun:
@@ -591,10 +600,13 @@ class DockerCaseRun:
         container_id: str = self._container.id
         return container_id
 
-    def reap(self, exec_id: str | None, *empty: str) -> None:
+    def reap(
+        self, exec_id: str | None, *empty: str, wait: Callable[[float], None] = time.sleep
+    ) -> None:
         """Kill every candidate process in the container and empty /tmp, /dev/shm and ``empty``.
 
-        When ``exec_id`` is given, also wait until Docker reports that exec stopped. If any of
+        When ``exec_id`` is given, also wait until Docker reports that exec stopped; ``wait`` is
+        how to pass the time between polls (a session drains its stream meanwhile). If any of
         this fails or takes longer than :data:`CLEANUP_TIMEOUT`, the container is removed
         instead: its processes die with it, and the next session gets a fresh one.
         """
@@ -622,7 +634,7 @@ class DockerCaseRun:
                         break
                     reaped = True
                 else:
-                    time.sleep(_POLL_INTERVAL)
+                    wait(_POLL_INTERVAL)
         except (DockerException, OSError):
             reaped = False
         if not reaped:
@@ -656,13 +668,14 @@ class DockerCaseRun:
         self._closed = True
         problems: list[str] = []
         for session in self.sessions:
-            session.disconnect()
+            try:
+                session.kill()
+            except EnvironmentFailure as error:
+                problems.append(error.message)
         try:
             self.remove_container()
         except EnvironmentFailure as error:
             problems.append(error.message)
-        for session in self.sessions:
-            session.abandon()
         try:
             self._remove_state_dir()
         except EnvironmentFailure as error:
@@ -767,6 +780,9 @@ class DockerBackend:
         A container that was created but could not be started is removed again by the case's
         label sweep (:meth:`DockerCaseRun.remove_container`).
         """
+        # Until the start succeeds, a container may exist that the case does not know about
+        # (a failed or interrupted call): the case then sweeps by label when it closes.
+        case.sweep_needed = True
         try:
             container = self.client.containers.create(
                 self.image_id,
@@ -796,12 +812,12 @@ class DockerBackend:
             container.start()
         except (DockerException, OSError) as error:
             failure = _docker_failure("start the case container", error)
-            case.sweep_needed = True
             try:
                 case.remove_container()
             except EnvironmentFailure as cleanup:
                 raise EnvironmentFailure(f"{failure.message}; {cleanup.message}") from None
             raise failure from None
+        case.sweep_needed = False
         return container
 
     @contextmanager
