@@ -8,6 +8,7 @@ from pathlib import Path
 from evalarc.canonical import sha256_file, strict_loads
 from evalarc.errors import InputError, UsageError
 from evalarc.formats.evaluation import is_evaluation, read_evaluation, resolve_evaluation_path
+from evalarc.formats.inspect import top_level_member_types
 from evalarc.formats.model import FORMATS, Run, Source
 
 MAX_RESULT_BYTES = 512 * 1024 * 1024
@@ -21,17 +22,20 @@ def detect_format(path: Path, head: bytes) -> str:
     cheap signals do not decide)."""
     if path.suffix == ".eval" or head.startswith(ZIP_MAGIC):
         return "inspect"
-    stripped = head.lstrip()
-    if path.suffix == ".xml" or stripped.startswith(b"<"):
+    if path.suffix == ".xml" or head.lstrip().startswith(b"<"):
         return "junit"
-    data = _parse_json_file(path)
-    if is_evaluation(data):
-        return "evaluation"
-    if isinstance(data, dict):
-        if isinstance(data.get("eval"), dict):
+    # Stream the top-level members instead of parsing a (possibly huge) log twice: an Inspect
+    # log names its `eval` object in its first few keys, so detection stops there.
+    saw_results = saw_schema = False
+    for key, kind in top_level_member_types(path):
+        if key == "eval" and kind is dict:
             return "inspect"
-        if isinstance(data.get("results"), dict):
-            return "promptfoo"
+        saw_results = saw_results or (key == "results" and kind is dict)
+        saw_schema = saw_schema or (key == "schema_version" and kind is str)
+    if saw_schema and is_evaluation(_parse_json_file(path)):
+        return "evaluation"
+    if saw_results:
+        return "promptfoo"
     raise InputError(f"cannot detect the format of {path.name}; pass --format")
 
 
