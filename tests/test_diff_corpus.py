@@ -103,12 +103,10 @@ INSPECT_EXPECTED: dict[str, tuple[list[Row], int]] = {
     "flaky_errors": (
         [
             ("regressed", "q08", "match"),
-            ("removed", "q04", "sample error"),
-            ("removed", "q07", "match"),
+            ("unassessed", "q07", "match"),
             ("improved", "q03", "match"),
+            ("improved", "q04", "match"),
             ("improved", "q09", "match"),
-            ("added", "q04", "match"),
-            ("added", "q07", "sample error"),
         ],
         5,
     ),
@@ -194,13 +192,17 @@ def test_keywords_threshold_changes_numeric_verdicts(corpus: Path) -> None:
 
 def test_flaky_errors_details(corpus: Path) -> None:
     report = diff(corpus, "inspect/flaky_errors.baseline.json", "inspect/flaky_errors.current.eval")
-    added_error = next(
-        row
-        for row in report["changes"]
-        if (row["case_id"], row["check"]) == ("q07", "sample error")
+    lost = next(
+        row for row in report["changes"] if (row["case_id"], row["check"]) == ("q07", "match")
     )
-    assert added_error["current"] == {"passed": 0, "assessed": 0, "attempts": 1}
-    assert "simulated sandbox failure" in added_error["current_detail"][0]["evidence"]
+    assert lost["kind"] == "unassessed"
+    assert lost["baseline"] == {"passed": 1, "assessed": 1, "attempts": 1}
+    assert lost["current"] == {"passed": 0, "assessed": 0, "attempts": 1}
+    assert "simulated sandbox failure" in lost["current_detail"][0]["evidence"]
+    fixed = next(
+        row for row in report["changes"] if (row["case_id"], row["check"]) == ("q04", "match")
+    )
+    assert fixed["kind"] == "improved"
     # q10 errored in both runs: unchanged, not listed
     assert all(row["case_id"] != "q10" for row in report["changes"])
 

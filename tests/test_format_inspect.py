@@ -387,15 +387,23 @@ def test_flaky_errors_are_unassessed_not_failures(corpus: Path) -> None:
     current = load(corpus, "flaky_errors.current.json")
     assert list(baseline.cases) == [f"q{n:02d}" for n in range(1, 11)]
     errored = {
-        run_name: sorted(case for case, checks in run.cases.items() if "sample error" in checks)
+        run_name: sorted(
+            case
+            for case, checks in run.cases.items()
+            if any(attempt.passed is None for attempt in checks["match"])
+        )
         for run_name, run in (("baseline", baseline), ("current", current))
     }
     assert errored == {"baseline": ["q04", "q10"], "current": ["q07", "q10"]}
-    failure = current.cases["q07"]["sample error"][0]
-    assert failure.passed is None and failure.output_sha256 is None
+    # An error is unassessed on the check it hid (the run's only scorer), not a check of its own.
+    assert all(
+        list(run.cases[case]) == ["match"] for run in (baseline, current) for case in run.cases
+    )
+    failure = current.cases["q07"]["match"][0]
+    assert failure.passed is None
+    assert failure.output_sha256 == current.samples["q07"][0].output_sha256
     assert failure.evidence is not None and "simulated sandbox failure" in failure.evidence
-    assert list(current.cases["q07"]) == ["sample error"]
-    assert current.samples["q07"][0].verdicts == {"sample error": None}
+    assert current.samples["q07"][0].verdicts == {"match": None}
     assert baseline.cases["q07"]["match"][0].passed is True
     assert current.cases["q08"]["match"][0].passed is False
     assert current.cases["q04"]["match"][0].passed is True
@@ -794,3 +802,20 @@ def test_top_level_member_types_for_cheap_detection(corpus: Path, tmp_path: Path
     expect_input_error(words, lambda: list(top_level_member_types(words)), "is not JSON")
     nan = _write(tmp_path / "nan.json", '{"results": {"v": NaN}, "eval": {}}')
     assert list(top_level_member_types(nan)) == [("results", dict), ("eval", dict)]
+
+
+def test_a_sample_without_scores_is_unassessed_on_every_scored_check(
+    corpus: Path, tmp_path: Path
+) -> None:
+    document = json.loads((corpus / "inspect/capitals.baseline.json").read_text(encoding="utf-8"))
+    unscored = document["samples"][1]
+    unscored["scores"] = {}
+    path = tmp_path / "unscored.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    run = load_results(path)
+    case = str(unscored["id"])
+    assert sorted(run.cases[case]) == ["includes", "match"]
+    for attempts in run.cases[case].values():
+        assert [attempt.passed for attempt in attempts] == [None]
+        assert attempts[0].evidence == "no score recorded"
+    assert run.samples[case][0].verdicts == {"includes": None, "match": None}

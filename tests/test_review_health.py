@@ -212,8 +212,8 @@ def test_errored_samples_are_unassessed_and_pipeline_failures(corpus: Path) -> N
     unassessed = finding(report, "unassessed_attempts")
     assert unassessed is not None and unassessed["value"] == 2 / 10
     assert {(i["case_id"], i["check"]) for i in unassessed["items"]} == {
-        ("q07", "sample error"),
-        ("q10", "sample error"),
+        ("q07", "match"),
+        ("q10", "match"),
     }
     assert triage(report) == {
         "q06": "consistent_failure",

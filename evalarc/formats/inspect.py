@@ -8,7 +8,10 @@ the raw sample JSON is kept.
 Rules (spec diff-and-verify §1.3): case = ``str(sample.id)``; attempts = epochs in file order;
 checks = scorers (a dict-valued score gives one check per key, ``scorer/key``); ``C`` passes,
 ``I``/``N``/``P`` fail, bools as-is, finite numbers pass iff ``>= threshold``, anything else is
-unassessed; an errored sample without scores is one unassessed ``sample error`` attempt.
+unassessed; a sample without scores (an error, or no scorer ran) is unassessed on every check
+the run scores (on ``sample error`` when the run scores nothing and the sample errored). The
+reference used a separate ``sample error`` check, which made a fixed error look like a removed
+check; counting it against the checks it hid is what the corpus and users expect.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from evalarc.formats.model import (
 )
 
 SAMPLE_ERROR_CHECK = "sample error"
+_UNSCORED = "no score recorded"
 OUTPUT_TEXT_LIMIT = 20_000
 MATERIAL_LIMIT = 4096
 TRUNCATING_STOP_REASONS = frozenset({"max_tokens", "length", "model_length", "max_output_tokens"})
@@ -303,6 +307,7 @@ class _RunBuilder:
         self.material: dict[str, list[Material]] = {}
         self.samples: dict[str, list[SampleMeta]] = {}
         self.seen_epochs: set[tuple[str, int]] = set()
+        self.unscored_cases: set[str] = set()
         self.count = 0
         self._names: dict[str, str] = {}
 
@@ -329,11 +334,16 @@ class _RunBuilder:
         meta = _sample_meta(sample)
         scores = sample.get("scores")
         error = sample.get("error")
-        if error and not scores:
+        if not scores:
+            # Unscored: unassessed on every check the run scores, decided in finish() once
+            # every check name is known. An errored sample keeps its message as evidence.
             message = error.get("message") if isinstance(error, dict) else None
-            attempt = Attempt(passed=None, evidence=cut_evidence(message or error))
-            checks.setdefault(SAMPLE_ERROR_CHECK, []).append(attempt)
+            evidence = cut_evidence(message or error) if error else _UNSCORED
+            checks.setdefault(SAMPLE_ERROR_CHECK, []).append(
+                Attempt(passed=None, evidence=evidence, output_sha256=meta.output_sha256)
+            )
             meta.verdicts[SAMPLE_ERROR_CHECK] = None
+            self.unscored_cases.add(case_id)
         elif isinstance(scores, dict):
             for scorer, score in scores.items():
                 self._add_score(checks, meta, scorer, score)
@@ -386,8 +396,38 @@ class _RunBuilder:
             if item not in kept:
                 kept.append(item)
 
+    def _spread_unscored(self) -> None:
+        """Turn each unscored sample's placeholder into an unassessed attempt on every check the
+        run scores, in sample order, so an error is ``unassessed`` on the checks it hid rather
+        than a removed check plus an added one. A run that scores nothing keeps errors on
+        ``sample error`` and drops placeholders of samples that merely were not scored."""
+        known = sorted(
+            {name for checks in self.cases.values() for name in checks} - {SAMPLE_ERROR_CHECK}
+        )
+        for case_id in sorted(self.unscored_cases):
+            checks = self.cases[case_id]
+            placeholders = iter(checks.pop(SAMPLE_ERROR_CHECK))
+            if not known:
+                kept = [attempt for attempt in placeholders if attempt.evidence != _UNSCORED]
+                if kept:
+                    checks[SAMPLE_ERROR_CHECK] = kept
+                continue
+            scored = {name: iter(attempts) for name, attempts in checks.items()}
+            rebuilt: dict[str, list[Attempt]] = {}
+            for meta in self.samples[case_id]:
+                if SAMPLE_ERROR_CHECK in meta.verdicts:
+                    placeholder = next(placeholders)
+                    meta.verdicts = dict.fromkeys(known)
+                    for name in known:
+                        rebuilt.setdefault(self._intern(name), []).append(placeholder)
+                else:
+                    for name in meta.verdicts:
+                        rebuilt.setdefault(name, []).append(next(scored[name]))
+            self.cases[case_id] = rebuilt
+
     def finish(self, header: JSONObject, source: Source) -> Run:
         """The run, once every sample has been added; ``header`` holds eval/results/status."""
+        self._spread_unscored()
         eval_spec = header.get("eval")
         if not isinstance(eval_spec, dict):
             raise InputError(f"{self.name} {_NOT_INSPECT}")
