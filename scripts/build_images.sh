@@ -8,6 +8,10 @@
 # `tar -C dir -c . | docker import - TAG`. The mirror, suite, components and keyring come from
 # this machine's apt sources (deb822 *.sources or one-line *.list), so no host is hard-coded.
 # EVALARC_REBUILD=1 rebuilds images that already exist. Quiet unless something fails.
+#
+#   bash scripts/build_images.sh --print-apt-source   # show the source it would use, build nothing
+#
+# EVALARC_APT_ROOT (default /) is where etc/apt and etc/os-release are read from (for tests).
 set -euo pipefail
 
 fail() {
@@ -15,21 +19,22 @@ fail() {
     exit 1
 }
 
-command -v docker >/dev/null 2>&1 || fail "the docker CLI is missing (run scripts/docker_setup.sh)"
-docker info >/dev/null 2>&1 || fail "the Docker engine does not answer (run scripts/docker_setup.sh)"
-
 # Prints "URI SUITE COMPONENTS KEYRING" (components comma-separated, keyring may be "-") for the
 # first enabled binary source carrying the release this machine runs.
 apt_source() {
-    python3 - <<'PY'
+    EVALARC_APT_ROOT="${EVALARC_APT_ROOT:-/}" python3 - <<'PY'
 import glob
+import os
 import re
 import shlex
 import sys
 
+ROOT = os.environ["EVALARC_APT_ROOT"]
+
+
 def codename():
     try:
-        with open("/etc/os-release", encoding="utf-8") as handle:
+        with open(os.path.join(ROOT, "etc/os-release"), encoding="utf-8") as handle:
             for line in handle:
                 key, _, value = line.strip().partition("=")
                 if key == "VERSION_CODENAME" and value:
@@ -81,12 +86,13 @@ def one_line(path):
                 yield rest[0], [rest[1]], rest[2:], keyring
 
 entries = []
-for path in ["/etc/apt/sources.list", *sorted(glob.glob("/etc/apt/sources.list.d/*.list"))]:
+apt = os.path.join(ROOT, "etc/apt")
+for path in [os.path.join(apt, "sources.list"), *sorted(glob.glob(apt + "/sources.list.d/*.list"))]:
     try:
         entries.extend(one_line(path))
     except OSError:
         pass
-for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+for path in sorted(glob.glob(apt + "/sources.list.d/*.sources")):
     try:
         entries.extend(deb822(path))
     except OSError:
@@ -99,7 +105,7 @@ for uri, suites, components, keyring in entries:
             keyring_path = keyring[0] if keyring and keyring[0].startswith("/") else "-"
             print(uri, suite, ",".join(components) or "main", keyring_path)
             sys.exit(0)
-sys.exit("no enabled apt source for release %r in /etc/apt" % release)
+sys.exit("no enabled apt source for release %r in %s" % (release, apt))
 PY
 }
 
@@ -108,6 +114,7 @@ build_image() {
     if [ "${EVALARC_REBUILD:-0}" != 1 ] && docker image inspect "$tag" >/dev/null 2>&1; then
         return 0
     fi
+    [ "$(id -u)" -eq 0 ] || fail "building $tag needs root (debootstrap): sudo bash scripts/docker_setup.sh"
     command -v debootstrap >/dev/null 2>&1 || fail "debootstrap is missing (run scripts/docker_setup.sh)"
     local mirror suite components keyring
     read -r mirror suite components keyring < <(apt_source) || fail "cannot read the apt sources"
@@ -143,6 +150,13 @@ build_image() {
         fail "$tag was built but '$probe' fails inside it"
     fi
 }
+
+if [ "${1:-}" = --print-apt-source ]; then
+    apt_source
+    exit 0
+fi
+command -v docker >/dev/null 2>&1 || fail "the docker CLI is missing (run scripts/docker_setup.sh)"
+docker info >/dev/null 2>&1 || fail "the Docker engine does not answer (run scripts/docker_setup.sh)"
 
 build_image evalarc-python:local python3 'command -v python3 && python3 -c "import sqlite3"'
 build_image evalarc-node:local nodejs 'command -v node && node --version'

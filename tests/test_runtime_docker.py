@@ -720,3 +720,55 @@ def test_setup_is_idempotent_and_quiet(engine: docker.DockerClient) -> None:
     done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     assert {image: engine.images.get(image).id for image in before} == before
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (
+            {
+                "etc/os-release": 'NAME="Ubuntu"\nVERSION_CODENAME=noble\n',
+                "etc/apt/sources.list.d/ubuntu.sources": (
+                    "Types: deb\nURIs: http://archive.example/ubuntu/\n"
+                    "Suites: noble-security\nComponents: main\n\n"
+                    "Types: deb deb-src\nURIs: http://archive.example/ubuntu/\n"
+                    "Suites: noble noble-updates\nComponents: main universe\n"
+                    "Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg\n"
+                ),
+                "etc/apt/sources.list.d/other.sources": (
+                    "Types: deb\nURIs: https://vendor.example/apt\nSuites: nodistro\n"
+                    "Components: main\n"
+                ),
+            },
+            "http://archive.example/ubuntu/ noble main,universe "
+            "/usr/share/keyrings/ubuntu-archive-keyring.gpg",
+        ),
+        (
+            {
+                "etc/os-release": "VERSION_CODENAME=bullseye\n",
+                "etc/apt/sources.list": (
+                    "# deb http://commented.example/debian bullseye main\n"
+                    "deb-src http://source.example/debian bullseye main\n"
+                    "deb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian "
+                    "bullseye-updates main\n"
+                    "deb [signed-by=/usr/share/keyrings/d.gpg] http://mirror.example/debian "
+                    "bullseye main contrib\n"
+                ),
+            },
+            "http://mirror.example/debian bullseye main,contrib /usr/share/keyrings/d.gpg",
+        ),
+    ],
+)
+def test_images_are_built_from_the_machines_own_apt_source(
+    tmp_path: Path, files: dict[str, str], expected: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "build_images.sh"
+    done = subprocess.run(
+        ["bash", str(script), "--print-apt-source"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "EVALARC_APT_ROOT": str(tmp_path)},
+    )  # fmt: skip
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, expected, "")
