@@ -269,7 +269,7 @@ class DockerSession:
     def _await_marker(self, deadline: float, case_bound: bool) -> None:
         while not self._ready:
             if self._eof:
-                self._exit_code = self._wait_exit_code(time.monotonic() + CLEANUP_TIMEOUT)
+                self._exit_code = self._wait_exit_code(deadline)
                 raise EnvironmentFailure(
                     "the container process exited before the startup readiness marker "
                     f"(exit code {self._exit_code})"
