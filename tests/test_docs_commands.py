@@ -50,7 +50,10 @@ PUBLIC_IMAGES = {
     "python:3.12-slim": os.environ.get("EVALARC_TEST_IMAGE", "evalarc-python:local"),
     "node:22-slim": os.environ.get("EVALARC_TEST_NODE_IMAGE", "evalarc-node:local"),
 }
-FENCE = re.compile(r"^```bash[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```bash[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
 EXPECTED_EXIT = re.compile(r"#.*\bexits (\d+)\b")
 NEEDS_DOCKER = re.compile(r"#.*\bneeds Docker\b")
 HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
@@ -69,8 +72,9 @@ def doc_commands(markdown: str) -> list[DocCommand]:
     """The commands of every ```bash block, in order."""
     commands: list[DocCommand] = []
     for block in FENCE.finditer(markdown):
-        first_line = markdown.count("\n", 0, block.start(1)) + 1
-        lines = block.group(1).splitlines()
+        first_line = markdown.count("\n", 0, block.start("body")) + 1
+        indent = len(block.group("indent"))
+        lines = [line[indent:] for line in block.group("body").splitlines()]
         index = 0
         while index < len(lines):
             start = index
@@ -210,18 +214,21 @@ def test_command_extraction_follows_the_conventions() -> None:
         "docker pull python:3.12-slim  # needs Docker\n"
         "cat > f.txt <<'EOF'\nline # exits 5\nEOF\n```\n"
         "```yaml\nnot: run\n```\n"
+        "- a list item:\n\n  ```bash\n  evalarc verify out  # exits 2\n  ```\n"
     )
     commands = doc_commands(markdown)
     assert [(c.expected_exit, c.needs_docker) for c in commands] == [
         (1, False),
         (0, True),
         (0, False),
+        (2, False),
     ]
+    assert commands[3].text == "evalarc verify out  # exits 2"
     assert commands[0].text == "evalarc diff a \\\n  b  # exits 1"
     assert commands[0].line == 4
     assert commands[2].text == "cat > f.txt <<'EOF'\nline # exits 5\nEOF"
     assert for_this_machine(commands[1]).startswith(
         f"docker image inspect {PUBLIC_IMAGES['python:3.12-slim']}"
     )
-    script = script_for(commands)
+    script = script_for(commands[:3])
     assert "-ne 1 ]" in script and "exit 97" in script
