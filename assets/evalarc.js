@@ -5,8 +5,8 @@
  * - A "Filter rows" box with a live "X of Y rows" count for tables of 8 rows or more.
  * - Pagination for tables of more than 100 rows; rows beyond what the HTML holds come from a
  *   <script type="application/json"> island named by the table's data-more-rows attribute
- *   (an array of rows; a cell is text or [text, "code" | "badge ok" | "badge bad"]) and are
- *   built on demand with textContent (never innerHTML), so no data can become markup.
+ *   (column-oriented, see table_island in evalarc/site/diff_page.py) and are built on demand
+ *   with textContent (never innerHTML), so no data can become markup.
  * - A light/dark toggle (remembered when the browser allows storage).
  * When done it sets data-evalarc-ready on <html> and a performance mark "evalarc-ready".
  */
@@ -44,71 +44,110 @@
     return collator.compare(a.text, b.text);
   }
 
-  function cellText(cell) {
-    return Array.isArray(cell) ? String(cell[0]) : String(cell);
-  }
-
-  function Row(index, tr, data) {
+  function Row(index, tr, cells) {
     this.index = index;
     this.tr = tr;
-    this.data = data;
+    this.cells = cells; /* for island rows: function (column) -> [text, style] */
+    this.width = 0;
     this.keys = null;
     this.text = null;
   }
 
-  Row.prototype.cellTexts = function () {
+  Row.prototype.cellText = function (column) {
     if (this.tr) {
-      return Array.prototype.map.call(this.tr.cells, function (td) {
-        return td.hasAttribute("data-sort") ? td.getAttribute("data-sort") : td.textContent;
-      });
+      var td = this.tr.cells[column];
+      if (!td) return "";
+      return td.hasAttribute("data-sort") ? td.getAttribute("data-sort") : td.textContent;
     }
-    return this.data.map(cellText);
+    return column < this.width ? this.cells(column)[0] : "";
   };
 
   Row.prototype.key = function (column) {
-    if (this.keys === null) this.keys = this.cellTexts().map(sortKey);
-    return this.keys[column] || { num: null, text: "" };
+    if (this.keys === null) this.keys = [];
+    var key = this.keys[column];
+    if (key === undefined) {
+      key = sortKey(this.cellText(column));
+      this.keys[column] = key;
+    }
+    return key;
   };
 
   Row.prototype.matches = function (needle) {
     if (this.text === null) {
-      this.text = (this.tr ? this.tr.textContent : this.data.map(cellText).join(" "))
-        .toLowerCase();
+      var texts = [];
+      if (this.tr) {
+        texts.push(this.tr.textContent);
+      } else {
+        for (var column = 0; column < this.width; column += 1) texts.push(this.cellText(column));
+      }
+      this.text = texts.join(" ").toLowerCase();
     }
     return this.text.indexOf(needle) !== -1;
   };
 
-  function buildRow(cells, headers) {
+  Row.prototype.build = function (headers) {
     var tr = document.createElement("tr");
-    cells.forEach(function (cell, column) {
+    for (var column = 0; column < this.width; column += 1) {
+      var cell = this.cells(column);
       var td = document.createElement("td");
       var header = headers[column];
       if (header && header.classList.contains("num")) td.className = "num";
-      if (Array.isArray(cell)) {
-        var style = String(cell[1]);
-        var inner = document.createElement(style === "code" ? "code" : "span");
-        if (CELL_CLASSES[style] === true) inner.className = style;
-        inner.textContent = String(cell[0]);
+      if (cell[1] === "code" || CELL_CLASSES[cell[1]] === true) {
+        var inner = document.createElement(cell[1] === "code" ? "code" : "span");
+        if (cell[1] !== "code") inner.className = cell[1];
+        inner.textContent = cell[0];
         td.appendChild(inner);
       } else {
-        td.textContent = String(cell);
+        td.textContent = cell[0];
       }
       tr.appendChild(td);
-    });
+    }
     return tr;
+  };
+
+  function text(value) {
+    return value === undefined || value === null ? "" : String(value);
   }
 
-  function readIsland(table) {
+  /* A column of the island (see table_island in evalarc/site/diff_page.py) as a function
+   * from row number to [text, style]. */
+  function islandColumn(column) {
+    if (column && Array.isArray(column.pick) && Array.isArray(column.from)) {
+      var styles = Array.isArray(column.styles) ? column.styles : [];
+      return function (row) {
+        var picked = column.pick[row];
+        return [text(column.from[picked]), text(styles[picked])];
+      };
+    }
+    var texts = column && Array.isArray(column.text) ? column.text : [];
+    var style = column && typeof column.style === "string" ? column.style : "";
+    return function (row) { return [text(texts[row]), style]; };
+  }
+
+  function readIsland(table, firstIndex) {
     var id = table.getAttribute("data-more-rows");
-    if (!id) return [];
-    var island = document.getElementById(id);
+    var island = id ? document.getElementById(id) : null;
     if (!island) return [];
+    var data;
     try {
-      var rows = JSON.parse(island.textContent);
-      return Array.isArray(rows) ? rows.filter(Array.isArray) : [];
+      data = JSON.parse(island.textContent);
     } catch (error) {
       return [];
     }
+    if (!data || !Array.isArray(data.columns)) return [];
+    var columns = data.columns.map(islandColumn);
+    var count = Math.min(Number(data.count) || 0, 1000000);
+    var rows = [];
+    for (var number = 0; number < count; number += 1) {
+      var row = new Row(firstIndex + number, null, cellsOf(columns, number));
+      row.width = columns.length;
+      rows.push(row);
+    }
+    return rows;
+  }
+
+  function cellsOf(columns, number) {
+    return function (column) { return columns[column](number); };
   }
 
   var tableCount = 0;
@@ -122,10 +161,8 @@
     Array.prototype.forEach.call(this.tbody.rows, function (tr) {
       rows.push(new Row(rows.length, tr, null));
     });
-    readIsland(table).forEach(function (cells) {
-      rows.push(new Row(rows.length, null, cells));
-    });
-    this.rows = rows;
+    this.rows = rows.concat(readIsland(table, rows.length));
+    rows = this.rows;
     this.order = rows.slice();
     this.view = rows.slice();
     this.needle = "";
@@ -252,7 +289,7 @@
     var headers = this.headers;
     var fragment = document.createDocumentFragment();
     shown.forEach(function (row) {
-      if (!row.tr) row.tr = buildRow(row.data, headers);
+      if (!row.tr) row.tr = row.build(headers);
       fragment.appendChild(row.tr);
     });
     while (this.tbody.firstChild) this.tbody.removeChild(this.tbody.firstChild);

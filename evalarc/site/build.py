@@ -206,12 +206,22 @@ def _audit_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str
     return PageView("audit.html.j2", f"Audit · {report['task']['id']}", page.banner, page)
 
 
+def _trajectory_view(
+    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+) -> PageView:
+    from evalarc.site.trajectory_page import build_trajectory_page
+
+    page = build_trajectory_page(report)
+    return PageView("trajectory.html.j2", "Score trajectory", page.verdict, page)
+
+
 PAGE_KINDS: dict[str, PageKind] = {
     "diff": PageKind("Results diff", "diff.json", _diff_view),
     "eval-health": PageKind("Eval health", "health.json", _health_view),
     "hillclimb-review": PageKind("Hillclimb review", "hillclimb.json", _hillclimb_view),
     "evaluation": PageKind("Evaluation", "evaluation.json", _evaluation_view),
     "audit": PageKind("Grader audit", "audit.json", _audit_view),
+    "trajectory": PageKind("Score trajectory", "trajectory.json", _trajectory_view),
 }
 """Report kind (``params.json`` ``kind``) -> its site page. A new kind adds one entry here."""
 
@@ -284,7 +294,7 @@ def walk_files(root: Path, *, limit: int = MAX_BUNDLE_FILES) -> Iterator[tuple[s
             relative = prefix / entry.name
             info = entry.stat(follow_symlinks=False)
             if stat.S_ISLNK(info.st_mode):
-                raise InputError(f"{root.name}/{relative} is a symlink; symlinks are refused")
+                raise InputError(f"{entry.path} is a symlink; symlinks are refused")
             if stat.S_ISDIR(info.st_mode):
                 stack.append((Path(entry.path), relative))
             elif stat.S_ISREG(info.st_mode):
@@ -293,7 +303,7 @@ def walk_files(root: Path, *, limit: int = MAX_BUNDLE_FILES) -> Iterator[tuple[s
                     raise InputError(f"{root.name} holds more than {limit} files")
                 yield relative.as_posix(), Path(entry.path)
             else:
-                raise InputError(f"{root.name}/{relative} is not a regular file")
+                raise InputError(f"{entry.path} is not a regular file")
     return
 
 

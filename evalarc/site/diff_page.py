@@ -19,8 +19,43 @@ that ``assets/evalarc.js`` pages through on demand, so a 20,000-case diff stays 
 EVIDENCE_CHARS = 400
 
 IslandCell = str | tuple[str, str]
-"""A table cell in a JSON data island: plain text, or ``(text, style)`` where style is ``code``
-or a badge class (``badge ok``/``badge bad``); the page script builds it with textContent."""
+"""A table cell bound for a JSON data island: plain text, or ``(text, style)`` where style is
+``code`` or a badge class (``badge ok``/``badge bad``)."""
+PICK_MAX_DISTINCT = 4096
+"""A column with at most this many distinct cells is stored as indexes into a small table."""
+
+
+def _styled(cell: IslandCell) -> tuple[str, str]:
+    return (cell, "") if isinstance(cell, str) else cell
+
+
+def table_island(rows: list[list[IslandCell]]) -> dict[str, Any]:
+    """Rows as a compact, column-oriented island for ``assets/evalarc.js``.
+
+    ``{"count": N, "columns": [column, ...]}``; a column is ``{"text": [N strings]}`` (with an
+    optional ``"style"`` for every cell) or ``{"pick": [N indexes], "from": [strings],
+    "styles": [style per string]}`` for columns that repeat (change kinds, checks, pass counts).
+    The page script builds cells from it with textContent only, so no value becomes markup.
+    """
+    width = max((len(row) for row in rows), default=0)
+    columns: list[dict[str, Any]] = []
+    for index in range(width):
+        pairs = [_styled(row[index] if index < len(row) else "") for row in rows]
+        distinct = list(dict.fromkeys(pairs))
+        styles = {style for _, style in distinct}
+        repeats = len(distinct) <= PICK_MAX_DISTINCT and len(distinct) * 4 <= len(pairs)
+        if repeats or len(styles) > 1:
+            position = {pair: number for number, pair in enumerate(distinct)}
+            columns.append(
+                {
+                    "pick": [position[pair] for pair in pairs],
+                    "from": [text for text, _ in distinct],
+                    "styles": [style for _, style in distinct],
+                }
+            )
+        else:
+            columns.append({"text": [text for text, _ in pairs], "style": styles.pop()})
+    return {"count": len(rows), "columns": columns}
 
 
 @dataclass(frozen=True)
@@ -61,8 +96,8 @@ class DiffPage:
     cards: list[Card]
     rows: list[ChangeRow]
     hidden_rows: int
-    more_rows: list[list[IslandCell]]
-    """The changes beyond MAX_ROWS, as island rows in the table's column order."""
+    more_rows: dict[str, Any]
+    """The changes beyond MAX_ROWS as a :func:`table_island`, in the table's column order."""
     inputs: list[InputSide]
     interpretation: str
 
@@ -151,11 +186,13 @@ def build_diff_page(report: dict[str, Any]) -> DiffPage:
                 evidence=_evidence(change),
             )
         )
-    more_rows: list[list[IslandCell]] = [
-        [(row.label, f"badge {row.tone}"), (row.case_id, "code"), row.check, row.baseline,
-         row.current, row.evidence]
-        for row in rows[MAX_ROWS:]
-    ]
+    more_rows = table_island(
+        [
+            [(row.label, f"badge {row.tone}"), (row.case_id, "code"), row.check, row.baseline,
+             row.current, row.evidence]
+            for row in rows[MAX_ROWS:]
+        ]
+    )
     inputs = [
         InputSide(
             role=role,

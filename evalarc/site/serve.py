@@ -1,0 +1,270 @@
+"""``evalarc site serve``: build a site into a temporary folder, serve it on 127.0.0.1 only, and
+rebuild when the report folders or docs change.
+
+- Edits are debounced by watchfiles (a burst of writes gives one rebuild).
+- Each rebuild goes into a new temporary folder; only a successful build replaces the one being
+  served, so a broken input keeps the last good build online and prints one line saying why.
+- The HTTP server binds to 127.0.0.1 (never another interface), answers only GET/HEAD for files
+  of the current build, refuses a Host header other than ``127.0.0.1:PORT``/``localhost:PORT``
+  with 421 (DNS rebinding), lists no directories and sends ``nosniff``, ``no-referrer``,
+  ``no-store`` and ``DENY`` framing headers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from io import BytesIO
+from pathlib import Path
+from socketserver import BaseServer
+from typing import Any
+
+from evalarc.errors import EvalArcError, OutputError
+from evalarc.resources import bundled_dir
+from evalarc.site.build import SiteOptions, build_site, page_script
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_DEBOUNCE_MS = 400
+WATCH_TIMEOUT_MS = 500
+"""How long the watcher waits before reporting "no change" (its first report means it is live)."""
+
+LineSink = Callable[[str], None]
+
+
+@dataclass
+class _Builds:
+    """The build being served and how to make the next one."""
+
+    inputs: list[Path]
+    docs_dir: Path | None
+    options: SiteOptions
+    on_line: LineSink
+    workspace: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="evalarc-site-")))
+    current: Path | None = None
+    generation: int = 0
+    last_error: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def rebuild(self) -> bool:
+        """Build the next site; serve it only if the build succeeded."""
+        page_script.cache_clear()  # pick up an edited assets/evalarc.js
+        target = self.workspace / f"build-{self.generation + 1}"
+        try:
+            built = build_site(self.inputs, target, options=self.options, docs_dir=self.docs_dir)
+        except EvalArcError as error:
+            self.last_error = error.message
+            kept = "; still serving the last good build" if self.current else ""
+            self.on_line(f"evalarc: rebuild failed: {error.message}{kept}")
+            return False
+        with self.lock:
+            previous, self.current = self.current, target
+            self.generation += 1
+            self.last_error = None
+        if previous is not None:
+            shutil.rmtree(previous, ignore_errors=True)
+        self.on_line(
+            f"Built {len(built.reports)} report(s), {len(built.docs)} doc(s) "
+            f"(build {self.generation})"
+        )
+        return True
+
+    def served(self) -> Path | None:
+        with self.lock:
+            return self.current
+
+    def close(self) -> None:
+        shutil.rmtree(self.workspace, ignore_errors=True)
+
+
+def _snapshot(paths: Sequence[Path]) -> frozenset[tuple[str, int, int]]:
+    """Every file under ``paths`` with its modification time and size."""
+    found: set[tuple[str, int, int]] = set()
+    for root in paths:
+        for folder, _dirs, files in os.walk(root):
+            for name in files:
+                path = os.path.join(folder, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                found.add((path, info.st_mtime_ns, info.st_size))
+    return frozenset(found)
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    """Static files of the current build; nothing else."""
+
+    server: _SiteHTTPServer
+
+    def __init__(self, request: Any, client_address: Any, server: BaseServer) -> None:
+        assert isinstance(server, _SiteHTTPServer)
+        root = server.builds.served()
+        super().__init__(request, client_address, server, directory=str(root or server.empty))
+
+    def _host_allowed(self) -> bool:
+        port = self.server.server_address[1]
+        return self.headers.get("Host", "") in (f"{HOST}:{port}", f"localhost:{port}")
+
+    def do_GET(self) -> None:
+        if not self._host_allowed():
+            self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "Unknown host")
+            return
+        super().do_GET()
+
+    def do_HEAD(self) -> None:
+        if not self._host_allowed():
+            self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "Unknown host")
+            return
+        super().do_HEAD()
+
+    def list_directory(self, path: str | Any) -> BytesIO | None:
+        self.send_error(HTTPStatus.NOT_FOUND, "No directory listings")
+        return None
+
+    def end_headers(self) -> None:
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Frame-Options", "DENY")
+        super().end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # quiet: the terminal shows builds, not every request
+
+
+class _SiteHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, port: int, builds: _Builds, empty: Path) -> None:
+        self.builds = builds
+        self.empty = empty
+        super().__init__((HOST, port), _Handler)
+
+
+class SiteServer:
+    """A running ``site serve``: call :meth:`start`, then :meth:`serve_forever` or :meth:`stop`."""
+
+    def __init__(
+        self,
+        inputs: Sequence[Path],
+        *,
+        port: int = DEFAULT_PORT,
+        docs_dir: Path | None = None,
+        options: SiteOptions | None = None,
+        debounce_ms: int = DEFAULT_DEBOUNCE_MS,
+        on_line: LineSink = print,
+    ) -> None:
+        self.builds = _Builds(list(inputs), docs_dir, options or SiteOptions(), on_line)
+        self.port = port
+        self.debounce_ms = debounce_ms
+        self.on_line = on_line
+        self._stop = threading.Event()
+        self._http: _SiteHTTPServer | None = None
+        self._serving = False
+        self._built_from: frozenset[tuple[str, int, int]] = frozenset()
+        self.watching = threading.Event()
+        """Set once file watching is live (edits from then on trigger a rebuild)."""
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def url(self) -> str:
+        if self._http is None:
+            raise OutputError("the server is not running")
+        return f"http://{HOST}:{self._http.server_address[1]}/"
+
+    def start(self) -> str:
+        """Build once (an error here is fatal: there is nothing to serve), bind, watch."""
+        try:
+            self._built_from = _snapshot(self._watched())
+            if not self.builds.rebuild():
+                raise OutputError(f"cannot serve: {self.builds.last_error}")
+            empty = self.builds.workspace / "empty"
+            empty.mkdir()
+            try:
+                self._http = _SiteHTTPServer(self.port, self.builds, empty)
+            except OSError as error:
+                raise OutputError(
+                    f"cannot listen on {HOST}:{self.port}: {error.strerror or error}"
+                ) from None
+        except BaseException:
+            self.builds.close()
+            raise
+        watcher = threading.Thread(target=self._watch, name="evalarc-site-watch", daemon=True)
+        watcher.start()
+        self._threads.append(watcher)
+        return self.url
+
+    def _watched(self) -> list[Path]:
+        paths = [*self.builds.inputs]
+        if self.builds.docs_dir is not None:
+            paths.append(self.builds.docs_dir)
+        # Editing the templates or assets of a checkout rebuilds too.
+        paths += [bundled_dir("site_templates"), bundled_dir("assets")]
+        return [path for path in paths if path.exists()]
+
+    def _watch(self) -> None:
+        import watchfiles
+
+        watched = self._watched()
+        for changes in watchfiles.watch(
+            *watched,
+            debounce=self.debounce_ms,
+            stop_event=self._stop,
+            raise_interrupt=False,
+            yield_on_timeout=True,
+            rust_timeout=WATCH_TIMEOUT_MS,
+        ):
+            if self._stop.is_set():
+                break
+            if not self.watching.is_set():
+                # The first yield means the watcher is live; an edit made between the first
+                # build and now was not seen by it, so compare the trees instead.
+                if changes or _snapshot(watched) != self._built_from:
+                    self.builds.rebuild()
+                self.watching.set()
+            elif changes:
+                self.builds.rebuild()
+
+    def serve_in_background(self) -> None:
+        assert self._http is not None
+        self._serving = True
+        thread = threading.Thread(
+            target=self._http.serve_forever, name="evalarc-site-http", daemon=True
+        )
+        thread.start()
+        self._threads.append(thread)
+
+    def serve_forever(self) -> None:
+        assert self._http is not None
+        self._serving = True
+        try:
+            self._http.serve_forever()
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._http is not None:
+            if self._serving:
+                self._http.shutdown()  # returns at once if serve_forever already ended
+            self._http.server_close()
+            self._http = None
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=5)
+        self.builds.close()
+
+    @property
+    def generation(self) -> int:
+        return self.builds.generation
+
+    @property
+    def last_error(self) -> str | None:
+        return self.builds.last_error
