@@ -782,5 +782,83 @@ def audit(
     sys.exit(int(result.exit_code))
 
 
+# -- the static site: build, serve ----------------------------------------------------------
+
+
+@main.group(cls=_Group)
+def site() -> None:
+    """Build and serve the static review site (report pages, bundles, docs)."""
+
+
+@site.command("build")
+@click.argument(
+    "reports", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False)
+)
+@click.option(
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The new site folder (must not exist).",
+)
+@click.option(
+    "--docs",
+    "docs_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Render this folder's *.md files into the site.",
+)
+@click.option("--title", default="EvalArc reports", show_default=True, help="The index title.")
+@click.option("--quiet", is_flag=True, help="Print only the final line.")
+def site_build(
+    reports: tuple[Path, ...], output: Path, docs_dir: Path | None, title: str, quiet: bool
+) -> None:
+    """Build a site from REPORTS (report folders, or folders holding them); every report is
+    verified by recomputation first. Exit 0 when built, 2 when an input is refused."""
+    from evalarc.site.build import SiteOptions, build_site
+
+    def show(line: str) -> None:
+        if not quiet:
+            click.echo(line, err=True)
+
+    built = build_site(
+        list(reports), output, options=SiteOptions(title=title), docs_dir=docs_dir, on_report=show
+    )
+    click.echo(
+        f"Built {output}: {len(built.reports)} report(s), {built.failing} with a failing "
+        f"verdict, {len(built.docs)} doc(s); open {output / 'index.html'}"
+    )
+    sys.exit(int(ExitCode.ACCEPTED))
+
+
+@site.command("serve")
+@click.argument(
+    "reports", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False)
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--docs",
+    "docs_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Render this folder's *.md files into the site.",
+)
+@click.option("--title", default="EvalArc reports", show_default=True, help="The index title.")
+def site_serve(reports: tuple[Path, ...], port: int, docs_dir: Path | None, title: str) -> None:
+    """Serve a site built from REPORTS on 127.0.0.1 and rebuild it when they change."""
+    from evalarc.site.build import SiteOptions
+    from evalarc.site.serve import SiteServer
+
+    server = SiteServer(
+        list(reports),
+        port=port,
+        docs_dir=docs_dir,
+        options=SiteOptions(title=title),
+        on_line=lambda line: click.echo(line, err=True),
+    )
+    url = server.start()
+    bound = url.rstrip("/").rsplit(":", 1)[1]
+    click.echo(f"Serving {url} (localhost only; Ctrl-C stops)")
+    click.echo(f"From another machine: ssh -L {bound}:127.0.0.1:{bound} HOST")
+    server.serve_forever()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
