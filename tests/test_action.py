@@ -524,7 +524,15 @@ def test_site_step_matches_what_this_version_can_build(
     assert run.returncode == 1
     if has_site:
         assert run.outputs["site"] == "evalarc-site"
-        assert (workspace / "evalarc-site").is_dir()
+        assert (workspace / "evalarc-site" / "index.html").is_file()
+        verified = subprocess.run(
+            [str(evalarc), "verify", "evalarc-site"],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert verified.returncode == 0, verified.stderr
     else:
         assert run.outputs["site"] == ""
         assert not (workspace / "evalarc-site").exists()
