@@ -3,9 +3,8 @@
 # and local images), and run what CI runs: ruff, mypy, pytest. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -f scripts/docker_setup.sh ]; then
-  bash scripts/docker_setup.sh
-fi
+bash scripts/docker_setup.sh
+bash scripts/browser_setup.sh
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
