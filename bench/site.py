@@ -5,7 +5,8 @@
 1. Makes one report folder of every kind from the bundled examples (untimed): three results
    diffs (Inspect with held-out split and harness, promptfoo, JUnit), an eval-health and a
    hillclimb review of the hillclimb example, and an evaluation and an audit of the
-   support-routing reference run with the local backend (our own reference code).
+   support-routing reference run with the local backend (our own reference code), and the
+   trajectory example.
 2. Times `evalarc site build` of those folders (plus docs/ when the checkout has it) and
    `evalarc verify` of the built site, each as a fresh process, median of --runs.
 3. Writes two JUnit files of --cases cases where every case changes (odd cases fail in the
@@ -37,7 +38,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
+EXAMPLES = ROOT / "recordings" / "examples"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -95,6 +96,8 @@ def make_reports(dest: Path) -> list[Path]:
                      dest / "evaluation"], ok=(0, 1))
     run_evalarc(["audit", "--task", "support-routing", "--backend", "local", "--trust-local",
                  "--seeds", "17", "--quiet", "--output", dest / "audit"], ok=(0, 1))
+    run_evalarc(["trajectory", EXAMPLES / "trajectory" / "checkpoints.json",
+                 "--budget-seconds", "3600", "--output", dest / "trajectory"], ok=(0, 1))
     return sorted(path for path in dest.iterdir() if path.is_dir())
 
 

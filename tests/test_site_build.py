@@ -137,7 +137,7 @@ def site(reports: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_index_lists_every_report_with_its_recomputed_verdict(reports: Path, site: Path) -> None:
     folders = sorted(path for path in reports.iterdir() if path.is_dir())
-    assert len(folders) == 7
+    assert len(folders) == 8
     rows = index_rows(site)
     assert [cells[1] for cells, _ in rows] == [folder.name for folder in folders]
     for (cells, href), folder in zip(rows, folders, strict=True):
@@ -150,7 +150,7 @@ def test_index_lists_every_report_with_its_recomputed_verdict(reports: Path, sit
     assert summaries["junit-diff"] == "Gate failed"
     assert summaries["audit"].startswith("Passed: the reference resolves and all 7")
     failing = sum(1 for cells, _ in rows if cells[0] == "✗ fail")
-    assert f"7 report(s), {failing} with a failing verdict." in (site / "index.html").read_text()
+    assert f"8 report(s), {failing} with a failing verdict." in (site / "index.html").read_text()
 
 
 def test_each_bundle_is_a_byte_copy_with_a_sha256_manifest(reports: Path, site: Path) -> None:
@@ -189,7 +189,7 @@ def test_each_bundle_is_a_byte_copy_with_a_sha256_manifest(reports: Path, site: 
 def test_every_page_passes_the_checker_with_hashed_css_and_js(site: Path) -> None:
     assert check_site(site) == []
     pages = sorted(site.rglob("*.html"))
-    assert len(pages) == 8
+    assert len(pages) == 9
     for page in pages:
         html = page.read_text(encoding="utf-8").replace("&#39;", "'")
         assert "'unsafe-inline'" not in html

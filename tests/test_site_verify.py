@@ -119,7 +119,7 @@ def test_a_consistent_site_verifies_and_keeps_verifying_after_a_move(
     assert document["verified"] is True and document["kind"] == "site"
     assert document["passed"] is False  # some reports fail their gate
     assert {entry["kind"] for entry in document["reports"]} == {
-        "diff", "eval-health", "hillclimb-review", "evaluation", "audit"
+        "diff", "eval-health", "hillclimb-review", "evaluation", "audit", "trajectory"
     }
     assert document["docs"] == ["guide.md", "other.md"]
     every_file = {

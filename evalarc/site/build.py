@@ -476,9 +476,10 @@ def _markdown() -> Any:
 
 
 def doc_title(text: str, fallback: str) -> str:
+    """The first level-1 heading, without Markdown code marks, else ``fallback``."""
     for line in text.splitlines():
         if line.startswith("# "):
-            return line[2:].strip().strip("#").strip() or fallback
+            return line[2:].strip().strip("#").replace("`", "").strip() or fallback
     return fallback
 
 
