@@ -75,7 +75,9 @@ def _fail_write(path: Path, error: OSError) -> OutputError:
 def write_text(path: Path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        # A lone surrogate (legal in JSON input, e.g. "\ud800") cannot be UTF-8: write it as a
+        # backslash escape, which is exactly its JSON spelling, instead of failing.
+        path.write_text(text, encoding="utf-8", errors="backslashreplace")
     except OSError as error:
         raise _fail_write(path, error) from None
 

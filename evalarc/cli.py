@@ -46,6 +46,12 @@ class _Group(click.Group):
 def main(ctx: click.Context, debug: bool) -> None:
     """Review agent evaluations check by check instead of trusting a headline score."""
     ctx.meta["evalarc.debug"] = debug
+    # Text from strangers may hold lone surrogates (legal in JSON): print them escaped rather than
+    # dying on UnicodeEncodeError; in JSON output the escape is the value's own JSON spelling.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
 
 
 _FORMAT_CHOICE = click.Choice(["auto", "inspect", "promptfoo", "junit"])
@@ -158,7 +164,7 @@ def diff(
 
 def _append(path: Path, text: str) -> None:
     try:
-        with path.open("a", encoding="utf-8") as handle:
+        with path.open("a", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(text if text.endswith("\n") else text + "\n")
     except OSError as error:
         raise OutputError(f"cannot append to {path}: {error.strerror or error}") from None
@@ -858,6 +864,34 @@ def site_serve(reports: tuple[Path, ...], port: int, docs_dir: Path | None, titl
     click.echo(f"Serving {url} (localhost only; Ctrl-C stops)")
     click.echo(f"From another machine: ssh -L {bound}:127.0.0.1:{bound} HOST")
     server.serve_forever()
+
+
+# -- demo ----------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("site"),
+    show_default=True,
+    help="The new site folder (must not exist).",
+)
+@click.option("--quiet", is_flag=True, help="Print only the final lines.")
+def demo(output: Path, quiet: bool) -> None:
+    """Build the demo site from the bundled recordings and examples (no Docker, no model)."""
+    from evalarc.demo import build_demo
+    from evalarc.resources import bundled_dir
+
+    def progress(line: str) -> None:
+        if not quiet:
+            click.echo(f"demo: {line}", err=True)
+
+    result = build_demo(output, docs=bundled_dir("docs"), progress=progress)
+    click.echo(
+        f"Built {len(result.reports)} reports and {len(result.site.docs)} docs into {output}"
+    )
+    click.echo(f"Open {output / 'index.html'}; recompute it with: evalarc verify {output}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""Find the bundled folders (packs, site_templates, assets, recordings) from a checkout or a wheel.
+"""Find the bundled folders (packs, templates, assets, recordings, docs) from a checkout or wheel.
 
 A wheel force-includes them under ``evalarc/_bundled/``; a checkout has them beside the package.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
-BUNDLED_NAMES = ("packs", "site_templates", "assets", "recordings")
+BUNDLED_NAMES = ("packs", "site_templates", "assets", "recordings", "docs")
 
 
 def bundled_dir(name: str) -> Path:

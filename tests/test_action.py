@@ -436,7 +436,7 @@ def test_optional_reviews_report_without_failing_when_asked(
 ) -> None:
     # The bundled Inspect example with its held-out split, a harness folder whose name needs
     # property escaping, and a duration cost gate; fail-on-regression false reports only.
-    example = REPO / "examples" / "results-diff" / "inspect"
+    example = REPO / "recordings" / "examples" / "results-diff" / "inspect"
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     for name in ("baseline.json", "current.json", "split.json"):

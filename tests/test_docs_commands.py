@@ -38,7 +38,6 @@ COPIED = (
     "action.yml",
     "docs",
     "evalarc",
-    "examples",
     "packs",
     "recordings",
     "site_templates",

@@ -1,7 +1,7 @@
-"""The bundled examples in examples/results-diff/ give the outcomes their README states.
+"""The bundled examples in recordings/examples/results-diff/ give the outcomes their README states.
 
 The result files were made by the real tools (Inspect AI, promptfoo, pytest) from the generators
-in examples/results-diff/make/; these tests read them with EvalArc's own readers and diff.
+in recordings/examples/results-diff/make/; these tests read them with EvalArc's own readers and diff.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from evalarc.review.diff import DiffOptions, compute_diff
 from evalarc.review.leakage import collect_harness
 from evalarc.review.split import load_split
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "results-diff"
+EXAMPLES = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
 INSPECT = EXAMPLES / "inspect"
 INSPECT_CASES = {
     "refund-small",

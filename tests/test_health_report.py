@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from evalarc.cli import main
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "results-diff"
+EXAMPLES = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
 INSPECT = EXAMPLES / "inspect"
 
 

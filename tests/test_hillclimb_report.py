@@ -17,10 +17,10 @@ from evalarc.cli import main
 from evalarc.site.hillclimb_page import build_hillclimb_page
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "hillclimb-review"
+EXAMPLE = ROOT / "recordings" / "examples" / "hillclimb-review"
 RESULTS = sorted((EXAMPLE / "results").glob("0*.json"))
 SPLIT = EXAMPLE / "split.json"
-HARNESS = ROOT / "examples" / "results-diff" / "inspect" / "harness"
+HARNESS = ROOT / "recordings" / "examples" / "results-diff" / "inspect" / "harness"
 
 
 def run(*args: str | Path) -> Result:

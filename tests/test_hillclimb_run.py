@@ -1,4 +1,4 @@
-"""`evalarc hillclimb-run` on copies of examples/hillclimb-run: the scripted loop (spec §8.3),
+"""`evalarc hillclimb-run` on copies of recordings/examples/hillclimb-run: the scripted loop (spec §8.3),
 the guards around the propose command, and the report folder it leaves for `evalarc verify`."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 from evalarc.cli import main
 from evalarc.hillclimb_run import glob_matches, is_allowed, unified_patch
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hillclimb-run"
+EXAMPLE = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "hillclimb-run"
 ORIGINAL_RULES = (EXAMPLE / "workspace" / "rules.md").read_bytes()
 BASE_CONFIG: dict[str, Any] = {
     "workspace": "workspace",

@@ -17,7 +17,7 @@ from evalarc.junit_output import GATES_CLASSNAME, gate_cases, xml_safe
 from evalarc.review.diff import BLOCKING_KINDS, DiffOptions
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "results-diff" / "inspect"
+EXAMPLE = REPO / "recordings" / "examples" / "results-diff" / "inspect"
 
 
 def _diff(

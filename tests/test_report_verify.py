@@ -224,3 +224,19 @@ def test_unreadable_input_is_exit_2_naming_the_file(tmp_path: Path) -> None:
     assert result.stderr.startswith("evalarc: ")
     assert "broken.json" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_lone_surrogate_case_id_is_printed_written_and_verified(
+    corpus: Path, tmp_path: Path
+) -> None:
+    document = json.loads((corpus / "inspect/capitals.current.json").read_text(encoding="utf-8"))
+    document["samples"][0]["id"] = "bad\ud800id"
+    current = tmp_path / "current.json"
+    current.write_text(json.dumps(document), encoding="utf-8")  # ASCII: "\ud800" escape
+    out = tmp_path / "out"
+    result = run(
+        "diff", corpus / "inspect/capitals.baseline.json", current, "--output", out, "--json"
+    )
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout)["counts"]["added"] == 2
+    assert run("verify", out).exit_code == 0

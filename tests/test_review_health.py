@@ -1,7 +1,7 @@
 """eval-health compute: the spec's numbers, every finding's trigger, triage, size/plan, case
 manifests, and the Markdown/terminal/page renderings of a report.
 
-Most inputs are the real files in examples/results-diff/ and the shared corpus; a trigger no real
+Most inputs are the real files in recordings/examples/results-diff/ and the shared corpus; a trigger no real
 file shows (truncation, self-grading, a judge on few distinct outputs, thinking not applied, an
 inconsistent grader) is made by editing one field of a copy of a real Inspect log.
 """
@@ -41,7 +41,7 @@ from evalarc.review.manifest import (
 )
 from evalarc.site.health_page import build_health_page, render_health_page
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "results-diff"
+EXAMPLES = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
 INSPECT = EXAMPLES / "inspect"
 CREATED = "2026-01-01T00:00:00Z"
 

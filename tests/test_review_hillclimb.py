@@ -22,7 +22,7 @@ from evalarc.review.hillclimb import (
 from evalarc.review.leakage import collect_harness
 from evalarc.review.split import CaseSplit, load_split
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hillclimb-review"
+EXAMPLE = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "hillclimb-review"
 RESULTS = sorted((EXAMPLE / "results").glob("0*.json"))
 
 

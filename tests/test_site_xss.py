@@ -26,7 +26,11 @@ from evalarc.site.build import build_site
 from evalarc.site.check import check_site
 
 ROOT = Path(__file__).resolve().parents[1]
-INSPECT = ROOT / "examples" / "results-diff" / "inspect"
+INSPECT = next(
+    path / "results-diff" / "inspect"
+    for path in (ROOT / "recordings" / "examples", ROOT / "examples")
+    if path.is_dir()
+)
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",

@@ -1,6 +1,6 @@
 """The trajectory compute (evalarc.review.trajectory): exact left-step areas on hand-checked
 cases, every refusal with its message, comparability field by field, and the real durable-kv
-example in examples/trajectory/."""
+example in recordings/examples/trajectory/."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from evalarc.review.trajectory import (
 )
 from evalarc.runtime.snapshot import snapshot_candidate
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "trajectory"
+EXAMPLE = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "trajectory"
 CHECKPOINTS = EXAMPLE / "checkpoints.json"
 SOURCE = Source("run.json", "0" * 64)
 
@@ -360,7 +360,7 @@ def test_example_candidates_are_the_packs_own(tmp_path: Path) -> None:
         )
         expected.append(snapshot.sha256)
     recorded = [entry["evaluation"]["candidate_sha256"] for entry in example()]
-    assert recorded == expected, "stale example: run python examples/trajectory/build.py"
+    assert recorded == expected, "stale example: run python recordings/examples/trajectory/build.py"
     assert all(entry["evaluation"]["valid"] is True for entry in example())
 
 

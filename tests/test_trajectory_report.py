@@ -20,7 +20,7 @@ from evalarc.cli import main
 from evalarc.site.trajectory_page import build_chart, build_trajectory_page, step_vertices
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "trajectory" / "checkpoints.json"
+EXAMPLE = ROOT / "recordings" / "examples" / "trajectory" / "checkpoints.json"
 FOLDER_FILES = ["checkpoints.json", "index.html", "params.json", "trajectory.json"]
 
 

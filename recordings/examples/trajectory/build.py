@@ -10,7 +10,7 @@ are not a measurement of any agent.
 Scores are deterministic for these seeds, so re-running the script gives the same scores and the
 same area; timings, ``created_at`` and the host runtime (Python version, platform string) change.
 
-Usage: ``python examples/trajectory/build.py [OUTPUT]`` (default: ``checkpoints.json`` beside this
+Usage: ``python recordings/examples/trajectory/build.py [OUTPUT]`` (default: ``checkpoints.json`` beside this
 script). It runs candidate code on this host, which is why ``--trust-local`` is passed.
 """
 

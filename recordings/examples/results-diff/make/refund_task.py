@@ -1,4 +1,4 @@
-"""Inspect AI task `refund_policy` behind examples/results-diff/inspect/.
+"""Inspect AI task `refund_policy` behind recordings/examples/results-diff/inspect/.
 
 A support agent answers eight order tickets with one line `<action>:<order>[:<outcome>]`. The
 agent is scripted: Inspect's `mockllm/model` returns the reply that the chosen revision gives for

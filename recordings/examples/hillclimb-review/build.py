@@ -2,7 +2,7 @@
 
 No model is called. The outcomes, usage and costs are written out explicitly below, so the files
 are byte-for-byte reproducible (no clocks, no random ids): running this script again must leave
-`git status` clean. Usage: ``python examples/hillclimb-review/build.py [OUTPUT_DIR]``.
+`git status` clean. Usage: ``python recordings/examples/hillclimb-review/build.py [OUTPUT_DIR]``.
 
 Story: a support team tries five configurations one after another, each compared with the last
 configuration it kept. 12 tuning tickets (route-01..12) are the ones the team looks at; 8

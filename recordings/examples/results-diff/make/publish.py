@@ -1,4 +1,4 @@
-"""Copy natively produced result files into examples/results-diff/, redacting host details.
+"""Copy natively produced result files into recordings/examples/results-diff/, redacting host details.
 
     python publish.py NATIVE_DIR
 

@@ -1,4 +1,4 @@
-"""pytest suite behind examples/results-diff/junit/: checks a small scripted refund desk.
+"""pytest suite behind recordings/examples/results-diff/junit/: checks a small scripted refund desk.
 
 make.sh runs it twice, with REFUND_DESK_REVISION=baseline and =current, writing JUnit XML. The
 current revision escalates large refunds (fixing refund-large) but forgets that an order was

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate every result file in examples/results-diff/ with the real tools.
+# Regenerate every result file in recordings/examples/results-diff/ with the real tools.
 #
 #   TOOLS_PYTHON=/path/to/venv/bin/python PROMPTFOO=/path/to/promptfoo ./make.sh
 #

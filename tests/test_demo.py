@@ -1,0 +1,55 @@
+"""`evalarc demo` builds the whole demo from bundled recordings and examples, with no Docker, and
+the site it writes recomputes with `evalarc verify`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from evalarc.cli import main
+
+
+def test_demo_site_is_complete_and_verifies(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    result = CliRunner().invoke(main, ["demo", "--output", str(site), "--quiet"])
+    assert result.exit_code == 0, result.output
+    reports = sorted(path.name for path in (site / "reports").iterdir())
+    assert reports == [
+        "audit-durable-kv",
+        "audit-robot-evidence-review",
+        "audit-support-routing",
+        "diff-inspect-refund-policy",
+        "diff-support-regression",
+        "eval-health-refund-policy",
+        "evaluation-support-close-unresolved",
+        "evaluation-support-new-key-on-retry",
+        "hillclimb-ticket-routing",
+        "trajectory-durable-kv",
+    ]
+    regression = json.loads(
+        (site / "reports/diff-support-regression/diff.json").read_text(encoding="utf-8")
+    )
+    assert regression["baseline"]["headline"]["value"] == 0.9
+    assert regression["current"]["headline"]["value"] == 0.9375
+    kinds = sorted((row["kind"], row["case_id"], row["check"]) for row in regression["changes"])
+    assert kinds == [
+        ("improved", "17/retry-before-commit", "closure"),
+        ("improved", "17/route-open-ticket", "closure"),
+        ("regressed", "17/retry-after-commit", "notes"),
+    ]
+    assert regression["gate_passed"] is False
+    for task, faults in (("durable-kv", 8), ("support-routing", 7), ("robot-evidence-review", 6)):
+        audit = json.loads((site / f"reports/audit-{task}/audit.json").read_text(encoding="utf-8"))
+        summary = json.dumps(audit)
+        assert f'"declared_faults": {faults}' in summary or str(faults) in summary
+    verified = CliRunner().invoke(main, ["verify", str(site), "--json"])
+    assert verified.exit_code == 0, verified.output
+    assert json.loads(verified.stdout)["verified"] is True
+
+
+def test_demo_refuses_an_existing_output(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["demo", "--output", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "already exists" in result.stderr
