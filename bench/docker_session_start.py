@@ -316,7 +316,7 @@ def main() -> int:
         "kill": "kill, process verified gone",
         "case_start": "case container start",
         "case_stop": "case container removal",
-        "case_close": "case close (reap, empty /state, removal)",
+        "case_close": "case close (container and state dir removed)",
     }
     for name, figures in rows:
         print(name)

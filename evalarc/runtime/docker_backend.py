@@ -115,7 +115,12 @@ while :; do
   sleep 0.005
 done
 for dir in /tmp /dev/shm "$@"; do
-  rm -rf "$dir"/* "$dir"/.[!.]* "$dir"/..?* || exit 4
+  for entry in "$dir"/* "$dir"/.[!.]* "$dir"/..?*; do
+    if [ -e "$entry" ] || [ -L "$entry" ]; then
+      rm -rf "$dir"/* "$dir"/.[!.]* "$dir"/..?* || exit 4
+      break
+    fi
+  done
 done
 exit 0
 """
@@ -626,15 +631,19 @@ class DockerCaseRun:
             )["Id"]
             # Detached: the verdict comes from exec_inspect, polled against our own deadline.
             api.exec_start(reaper, detach=True)
+            # The reaper's success already proves inside the container that no candidate process
+            # is left; Docker's own record of the session's exec follows (exit events of one
+            # container are handled in order), and is checked last.
             watched = [reaper] if exec_id is None else [reaper, exec_id]
-            while not reaped and time.monotonic() < deadline:
-                states = [api.exec_inspect(watched_id) for watched_id in watched]
-                if not any(state["Running"] for state in states):
-                    if states[0].get("ExitCode") != 0:
-                        break
-                    reaped = True
-                else:
+            while watched and time.monotonic() < deadline:
+                state = api.exec_inspect(watched[0])
+                if state["Running"]:
                     wait(_POLL_INTERVAL)
+                elif watched[0] == reaper and state.get("ExitCode") != 0:
+                    break
+                else:
+                    watched.pop(0)
+            reaped = not watched
         except (DockerException, OSError):
             reaped = False
         if not reaped:
