@@ -3,9 +3,10 @@
 Design (measured by ``bench/docker_session_start.py``): one long-lived, idle container per
 *case*, and one ``docker exec`` per *session*. Starting a session is then an exec plus the
 readiness handshake instead of a whole container start: about half the start-up cost of a
-container per session on the 2-core reference machine (63 vs 149 ms median idle, 88-100 vs 209
-ms under load), paid for with a container start and removal once per case. The guarantees of a
-container per session are kept:
+container per session on the 2-core reference machine (median 63 vs 149 ms at load 3, 245 vs
+479 ms at load 17). The price is one container start and removal per case, so a case of a
+single session costs more than with a container per session, and cases of three or more cost
+less. The guarantees of a container per session are kept:
 
 * The case container runs ``docker-init -- sleep infinity`` as pid 1 under a uid of its own
   (:data:`IDLE_USER`); candidates run as 65534:65534 and therefore can neither signal the idle
