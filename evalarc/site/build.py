@@ -74,6 +74,10 @@ DISCOVERY_DEPTH = 6
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 SLUG_CHARS = 60
 REPORT_HOME = "../../index.html"
+DIFF_HTML_ROWS = 500
+"""Changed-check rows a site page renders as HTML (what a reader without JavaScript sees; the
+rest are in diff.json). The script pages through all of them from the data island; fewer HTML
+rows keep a 20,000-case page light and quick to parse (measured in bench/site.py)."""
 DOC_HOME = "../index.html"
 
 
@@ -157,7 +161,7 @@ class PageKind:
 def _diff_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
     from evalarc.site.diff_page import build_diff_page
 
-    page = build_diff_page(report)
+    page = build_diff_page(report, html_rows=DIFF_HTML_ROWS)
     return PageView("diff.html.j2", "Results diff", page.verdict_title, page)
 
 

@@ -14,8 +14,9 @@ from evalarc.review.diff import BLOCKING_KINDS, overall_passed
 from evalarc.site.render import render_page
 
 MAX_ROWS = 2000
-"""Rows rendered as HTML (readable without JavaScript); the rest ride in a JSON data island
-that ``assets/evalarc.js`` pages through on demand, so a 20,000-case diff stays usable."""
+"""Rows rendered as HTML (readable without JavaScript); the rest stay in diff.json, and on a
+page with the site script they ride in a JSON data island that ``assets/evalarc.js`` pages
+through on demand, so a 20,000-case diff stays usable."""
 EVIDENCE_CHARS = 400
 
 IslandCell = str | tuple[str, str]
@@ -97,7 +98,7 @@ class DiffPage:
     rows: list[ChangeRow]
     hidden_rows: int
     more_rows: dict[str, Any]
-    """The changes beyond MAX_ROWS as a :func:`table_island`, in the table's column order."""
+    """The changes beyond the HTML rows as a :func:`table_island`, in the table's order."""
     inputs: list[InputSide]
     interpretation: str
 
@@ -130,7 +131,8 @@ def _headline(run: dict[str, Any]) -> tuple[str, str]:
     return f"{headline['value']:.4g}", str(headline["name"])
 
 
-def build_diff_page(report: dict[str, Any]) -> DiffPage:
+def build_diff_page(report: dict[str, Any], *, html_rows: int = MAX_ROWS) -> DiffPage:
+    """The page model; ``html_rows`` changes are rendered as HTML, the rest go to the island."""
     passed = overall_passed(report)
     blocking = int(report["blocking_changes"])
     reasons: list[str] = []
@@ -190,7 +192,7 @@ def build_diff_page(report: dict[str, Any]) -> DiffPage:
         [
             [(row.label, f"badge {row.tone}"), (row.case_id, "code"), row.check, row.baseline,
              row.current, row.evidence]
-            for row in rows[MAX_ROWS:]
+            for row in rows[html_rows:]
         ]
     )
     inputs = [
@@ -211,8 +213,8 @@ def build_diff_page(report: dict[str, Any]) -> DiffPage:
         baseline_name=inputs[0].name,
         current_name=inputs[1].name,
         cards=cards,
-        rows=rows[:MAX_ROWS],
-        hidden_rows=max(0, len(report["changes"]) - MAX_ROWS),
+        rows=rows[:html_rows],
+        hidden_rows=max(0, len(report["changes"]) - html_rows),
         more_rows=more_rows,
         inputs=inputs,
         interpretation=str(report.get("interpretation", "")),
