@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -81,6 +82,10 @@ class _Builds:
 
     def close(self) -> None:
         shutil.rmtree(self.workspace, ignore_errors=True)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _snapshot(paths: Sequence[Path]) -> frozenset[tuple[str, int, int]]:
@@ -242,11 +247,17 @@ class SiteServer:
         self._threads.append(thread)
 
     def serve_forever(self) -> None:
+        """Serve until Ctrl-C or SIGTERM (both end as KeyboardInterrupt), then clean up."""
         assert self._http is not None
         self._serving = True
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             self._http.serve_forever()
         finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
             self.stop()
 
     def stop(self) -> None:
