@@ -1,7 +1,9 @@
-"""The bundled examples in recordings/examples/results-diff/ give the outcomes their README states.
+"""The bundled examples in recordings/examples/results-diff/ give the outcomes their README
+states.
 
 The result files were made by the real tools (Inspect AI, promptfoo, pytest) from the generators
-in recordings/examples/results-diff/make/; these tests read them with EvalArc's own readers and diff.
+in recordings/examples/results-diff/make/; these tests read them with EvalArc's own readers and
+diff.
 """
 
 from __future__ import annotations

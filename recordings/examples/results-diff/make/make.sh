@@ -22,6 +22,8 @@ export PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1
 export PROMPTFOO_CONFIG_DIR="$NATIVE/promptfoo-home"
 # The suites below fail on purpose; nothing from the caller's pytest setup may leak in.
 unset PYTEST_ADDOPTS
+# No __pycache__ folders inside the example (it ships in the wheel).
+export PYTHONDONTWRITEBYTECODE=1
 
 for revision in baseline current; do
   # Inspect AI: one run per log format (the .json and the .eval hold the same outcomes).

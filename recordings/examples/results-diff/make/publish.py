@@ -1,4 +1,4 @@
-"""Copy natively produced result files into recordings/examples/results-diff/, redacting host details.
+"""Copy natively produced result files into the example folder, redacting host details.
 
     python publish.py NATIVE_DIR
 
