@@ -229,6 +229,23 @@ def test_promptfoo_pair_records_no_cost_to_gate() -> None:
         compute_diff(baseline, current, DiffOptions(max_cost_ratio=1.0), created_at="x")
 
 
+def test_promptfoo_prompt_files_leak_only_positive_expectations() -> None:
+    folder = EXAMPLES / "promptfoo"
+    prompts = EXAMPLES / "make" / "promptfoo" / "prompts"
+    report = diff(
+        folder / "baseline.json", folder / "current.json", harness=collect_harness([prompts])
+    )
+    hits = {
+        (Path(hit["file"]).name, hit["case_id"], hit["role"], hit["text"])
+        for hit in report["leakage"]["hits"]
+    }
+    assert hits == {
+        ("baseline.txt", "duplicate refund is rejected", "expected", "already refunded"),
+        ("baseline.txt", "small refund is approved", "expected", "refund approved"),
+        ("current.txt", "small refund is approved", "expected", "refund approved"),
+    }
+
+
 def test_junit_pair_gives_the_documented_diff() -> None:
     folder = EXAMPLES / "junit"
     report = diff(folder / "baseline.xml", folder / "current.xml")
