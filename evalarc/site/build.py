@@ -25,8 +25,6 @@ give the same bytes; the build time shown on the index comes from ``SOURCE_DATE_
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import posixpath
 import re
@@ -54,8 +52,7 @@ from evalarc.bundle import (
 from evalarc.canonical import sha256_bytes
 from evalarc.clock import timestamp
 from evalarc.errors import EvalArcError, InputError, OutputError, UsageError
-from evalarc.resources import bundled_dir
-from evalarc.site.render import environment, stylesheet
+from evalarc.site.render import render_page
 
 SITE_SCHEMA = "evalarc.site.v1"
 BUNDLE_SCHEMA = "evalarc.site-bundle.v1"
@@ -84,52 +81,9 @@ DOC_HOME = "../index.html"
 # --------------------------------------------------------------------------- rendering
 
 
-@lru_cache(maxsize=1)
-def page_script() -> str:
-    """``assets/evalarc.js``; it may not contain ``</script`` (it is inlined raw)."""
-    script = (bundled_dir("assets") / "evalarc.js").read_text(encoding="utf-8")
-    if "</script" in script.lower():
-        raise OutputError("assets/evalarc.js contains '</script' and cannot be inlined")
-    return script
-
-
-def _csp_source(text: str) -> str:
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
-
-
-def site_policy(css: str, script: str) -> str:
-    """No network, no frames, no forms; exactly this CSS and this script, allowed by hash.
-    (``frame-ancestors`` is left out: browsers ignore it in a ``<meta>`` and log an error.)"""
-    return (
-        "default-src 'none'; "
-        f"style-src {_csp_source(css)}; "
-        f"script-src {_csp_source(script)}; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
-    )
-
-
 def render_site_page(template: str, *, title: str, home: str | None, **context: Any) -> str:
-    """Render a site page: shared layout, autoescape, inline CSS and JS allowed by hash.
-
-    The CSS and JS are our own files, passed as markup so the bytes hashed into the policy are
-    the bytes in the page; everything else goes through autoescape."""
-    css = stylesheet()
-    if "</style" in css.lower():
-        raise OutputError("assets/evalarc.css contains '</style' and cannot be inlined")
-    script = page_script()
-    return (
-        environment()
-        .get_template(template)
-        .render(
-            title=title,
-            css=Markup(css),
-            script=Markup(script),
-            csp=site_policy(css, script),
-            home=home,
-            **context,
-        )
-    )
+    """A site page: the shared renderer (autoescape, inline CSS and JS allowed by hash)."""
+    return render_page(template, title=title, home=home, **context)
 
 
 # --------------------------------------------------------------------------- page kinds
@@ -197,9 +151,9 @@ def _hillclimb_view(
 def _evaluation_view(
     folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
 ) -> PageView:
-    from evalarc.site.evaluation_page import build_evaluation_page
+    from evalarc.site.evaluation_page import build_evaluation_page, recording_reader
 
-    page = build_evaluation_page(report)
+    page = build_evaluation_page(report, recording_reader(folder))
     return PageView("evaluation.html.j2", f"Evaluation · {report['task']['id']}", page.banner, page)
 
 

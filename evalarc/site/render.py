@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from evalarc.errors import OutputError
 from evalarc.resources import bundled_dir
 
 
@@ -36,32 +37,56 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def _asset(name: str, closing_tag: str) -> str:
+    """An asset inlined verbatim; it may not contain its own closing tag."""
+    text = (bundled_dir("assets") / name).read_text(encoding="utf-8")
+    if closing_tag in text.lower():
+        raise OutputError(f"assets/{name} contains '{closing_tag}' and cannot be inlined")
+    return text
+
+
 def stylesheet() -> str:
-    """``assets/evalarc.css``; it may not contain ``</style`` (it is inlined raw)."""
-    css = (bundled_dir("assets") / "evalarc.css").read_text(encoding="utf-8")
-    if "</style" in css.lower():
-        raise ValueError("assets/evalarc.css contains '</style' and cannot be inlined")
-    return css
+    """``assets/evalarc.css`` (read on every call, so ``site serve`` sees edits)."""
+    return _asset("evalarc.css", "</style")
 
 
-def content_security_policy(styles: list[str]) -> str:
-    """No network, no scripts unless hashed, no frames, no forms: a page that only shows."""
-    style_src = " ".join(_csp_hash(style) for style in styles)
+def script() -> str:
+    """``assets/evalarc.js``: sorting, filtering, paging and trace stepping; pages work without
+    it (read on every call, so ``site serve`` sees edits)."""
+    return _asset("evalarc.js", "</script")
+
+
+def content_security_policy(styles: list[str], scripts: list[str]) -> str:
+    """No network, no frames, no forms; exactly these styles and scripts, allowed by hash.
+
+    ``frame-ancestors`` is left out: browsers ignore it in a ``<meta>`` policy and log an error.
+    """
+    style_src = " ".join(_csp_hash(style) for style in styles) or "'none'"
+    script_src = " ".join(_csp_hash(text) for text in scripts) or "'none'"
     return (
         "default-src 'none'; "
-        f"style-src {style_src}; "
-        "img-src data:; "
-        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        f"style-src {style_src}; script-src {script_src}; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
     )
 
 
-def render_page(template: str, *, title: str, **context: Any) -> str:
-    """Render ``template`` with the shared layout, inline CSS and CSP."""
-    css = stylesheet()
-    # The stylesheet is our own asset, inlined verbatim: escaping it would change the bytes the
-    # CSP hash allows (quotes become &#34;) and the browser would drop every rule.
+def render_page(template: str, *, title: str, home: str | None = None, **context: Any) -> str:
+    """Render ``template`` with the shared layout, inline CSS and JS, and the CSP.
+
+    The CSS and JS are our own files, passed as markup so the bytes hashed into the policy are
+    the bytes in the page (escaping would turn quotes into ``&#34;`` and the browser would drop
+    them); everything else goes through autoescape. ``home`` links back to a site's index.
+    """
+    css, js = stylesheet(), script()
     return (
         environment()
         .get_template(template)
-        .render(title=title, css=Markup(css), csp=content_security_policy([css]), **context)
+        .render(
+            title=title,
+            css=Markup(css),
+            script=Markup(js),
+            csp=content_security_policy([css], [js]),
+            home=home,
+            **context,
+        )
     )

@@ -28,7 +28,7 @@ from typing import Any
 
 from evalarc.errors import EvalArcError, OutputError
 from evalarc.resources import bundled_dir
-from evalarc.site.build import SiteOptions, build_site, page_script
+from evalarc.site.build import SiteOptions, build_site
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -55,7 +55,6 @@ class _Builds:
 
     def rebuild(self) -> bool:
         """Build the next site; serve it only if the build succeeded."""
-        page_script.cache_clear()  # pick up an edited assets/evalarc.js
         target = self.workspace / f"build-{self.generation + 1}"
         try:
             built = build_site(self.inputs, target, options=self.options, docs_dir=self.docs_dir)
