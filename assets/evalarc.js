@@ -345,3 +345,114 @@
     init();
   }
 })();
+
+/* Trace steppers (site_templates/_trace.html.j2). An <ol data-stepper> lists every step of an
+ * episode and reads completely without this section. Here it shows one step at a time, with
+ * Previous/Next, a live "Step i of n" status, a "Show all steps" toggle, one button per step
+ * (label and tone from data-step-label / data-step-tone, set with textContent), and
+ * ArrowLeft/ArrowRight/Home/End while focus is in its controls. When done it sets
+ * data-evalarc-steppers (the number of steppers) on <html>.
+ */
+(function () {
+  "use strict";
+
+  var TONES = { ok: true, bad: true, warn: true };
+
+  function Stepper(list) {
+    var self = this;
+    this.list = list;
+    this.steps = Array.prototype.filter.call(list.children, function (child) {
+      return child.hasAttribute("data-step");
+    });
+    this.current = 0;
+    this.all = false;
+    var box = document.createElement("div");
+    box.className = "stepper";
+    var controls = document.createElement("div");
+    controls.className = "stepper-controls";
+    controls.setAttribute("role", "group");
+    controls.setAttribute("aria-label", "Step through the trace");
+    function button(parent, label, handler) {
+      var element = document.createElement("button");
+      element.type = "button";
+      element.textContent = label;
+      element.addEventListener("click", handler);
+      parent.appendChild(element);
+      return element;
+    }
+    this.previous = button(controls, "\u2190 Previous", function () { self.show(self.current - 1); });
+    this.status = document.createElement("span");
+    this.status.className = "step-status";
+    this.status.setAttribute("aria-live", "polite");
+    controls.appendChild(this.status);
+    this.next = button(controls, "Next \u2192", function () { self.show(self.current + 1); });
+    this.toggle = button(controls, "Show all steps", function () {
+      self.all = !self.all;
+      self.show(self.current);
+    });
+    var chips = document.createElement("div");
+    chips.className = "step-chips";
+    chips.setAttribute("role", "group");
+    chips.setAttribute("aria-label", "Go to step");
+    this.chips = this.steps.map(function (step, index) {
+      var label = step.getAttribute("data-step-label") || String(index + 1);
+      var chip = button(chips, label, function () { self.show(index); });
+      var tone = step.getAttribute("data-step-tone");
+      if (TONES[tone] === true) chip.setAttribute("data-tone", tone);
+      return chip;
+    });
+    box.appendChild(controls);
+    box.appendChild(chips);
+    box.addEventListener("keydown", function (event) {
+      var moves = { ArrowLeft: self.current - 1, ArrowRight: self.current + 1,
+                    Home: 0, End: self.steps.length - 1 };
+      if (!Object.prototype.hasOwnProperty.call(moves, event.key)) return;
+      event.preventDefault();
+      self.show(moves[event.key]);
+    });
+    list.parentNode.insertBefore(box, list);
+    this.show(0);
+  }
+
+  Stepper.prototype.show = function (index) {
+    var count = this.steps.length;
+    var current = Math.min(Math.max(index, 0), count - 1);
+    var all = this.all;
+    var focused = document.activeElement;
+    this.current = current;
+    this.steps.forEach(function (step, position) {
+      step.hidden = !all && position !== current;
+    });
+    this.chips.forEach(function (chip, position) {
+      if (position === current) chip.setAttribute("aria-current", "step");
+      else chip.removeAttribute("aria-current");
+    });
+    this.previous.disabled = current === 0;
+    this.next.disabled = current === count - 1;
+    this.toggle.setAttribute("aria-pressed", all ? "true" : "false");
+    this.toggle.textContent = all ? "Show one step" : "Show all steps";
+    this.status.textContent = "Step " + (current + 1) + " of " + count;
+    this.list.setAttribute("data-current-step", String(current));
+    /* A button that just became disabled drops focus; keep it in the stepper. */
+    if (focused === this.previous && this.previous.disabled) this.next.focus();
+    if (focused === this.next && this.next.disabled) this.previous.focus();
+  };
+
+  function initSteppers() {
+    var count = 0;
+    var lists = document.querySelectorAll("ol[data-stepper]");
+    Array.prototype.forEach.call(lists, function (list) {
+      var steps = list.querySelectorAll(":scope > li[data-step]");
+      if (steps.length < 2) return;
+      new Stepper(list);
+      count += 1;
+    });
+    document.documentElement.setAttribute("data-evalarc-steppers", String(count));
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", initSteppers);
+  } else {
+    initSteppers();
+  }
+})();

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalarc.review.audit import audit_status, reference_status
+from evalarc.site.remove_case import RemoveCaseView, build_remove_case_view
 from evalarc.site.render import render_page
 
 EVALUATIONS_DIR = "evaluations"
@@ -63,6 +64,8 @@ class AuditPage:
     reduced_suite: str
     interpretation: str
     reproduction: list[Fact]
+    remove_case: RemoveCaseView
+    """Which faults lose coverage without each case (recomputed by ``compute_audit``)."""
 
 
 def _score(value: float | None) -> str:
@@ -172,6 +175,7 @@ def build_audit_page(audit: Mapping[str, Any]) -> AuditPage:
             Fact("created_at", str(audit["created_at"])),
             Fact("evalarc_version", str(audit["evalarc_version"])),
         ],
+        remove_case=build_remove_case_view(audit),
     )
 
 

@@ -8,15 +8,47 @@ reaches the page as plain text and is escaped by the shared autoescaping environ
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evalarc.bundle import EvidenceFolder
+from evalarc.canonical import sha256_bytes
+from evalarc.errors import EvalArcError
 from evalarc.site.render import render_page
+from evalarc.site.trace_page import (
+    Events,
+    PackRules,
+    TraceView,
+    build_trace,
+    pack_rules,
+    parse_events,
+)
 
 MAX_CASE_ROWS = 2000
 """Case rows rendered; the rest stay in evaluation.json."""
+MAX_TRACED_CASES = 200
+"""Cases that get a trace replay view; the others keep their record and transcript link."""
 RECORDINGS_DIR = "recordings"
+
+RecordingReader = Callable[[str], Events | None]
+"""Recording SHA-256 -> the recording's events (None when it cannot be read)."""
+
+
+def recording_reader(folder: EvidenceFolder) -> RecordingReader:
+    """Read recordings from ``folder``'s ``recordings/`` (only files whose bytes hash to their
+    name; anything else reads as absent)."""
+
+    def read(sha256: str) -> Events | None:
+        if len(sha256) != 64 or any(char not in "0123456789abcdef" for char in sha256):
+            return None
+        try:
+            data = folder.read_bytes(f"{RECORDINGS_DIR}/{sha256}.jsonl")
+        except EvalArcError:
+            return None
+        return parse_events(data) if sha256_bytes(data) == sha256 else None
+
+    return read
 
 
 @dataclass(frozen=True)
@@ -52,6 +84,10 @@ class CaseRow:
     recording: str | None
     """Relative link to the case's transcript, when one was recorded."""
     record_json: str
+    trace: TraceView | None = None
+    """The step-by-step replay of the case (support episode, transcript or report review)."""
+    open: bool = False
+    """Shown expanded: a failing case with a trace."""
 
 
 @dataclass(frozen=True)
@@ -120,13 +156,26 @@ def _dimension_rows(report: Mapping[str, Any]) -> list[DimensionRow]:
     return rows
 
 
-def _case_rows(cases: list[Mapping[str, Any]]) -> list[CaseRow]:
+def _case_rows(
+    cases: list[Mapping[str, Any]],
+    task_id: str,
+    recordings: RecordingReader | None,
+    rules: PackRules,
+) -> list[CaseRow]:
     rows: list[CaseRow] = []
     for number, case in enumerate(cases[:MAX_CASE_ROWS], start=1):
         checks: Mapping[str, Any] = case["checks"]
         failed = ", ".join(name for name, value in checks.items() if value is False)
         unassessed = ", ".join(name for name, value in checks.items() if value is None)
         recording = case.get("recording_sha256")
+        trace: TraceView | None = None
+        if number <= MAX_TRACED_CASES:
+            events = (
+                recordings(recording)
+                if recordings is not None and isinstance(recording, str)
+                else None
+            )
+            trace = build_trace(task_id, case, events, f"case-{number}", rules)
         rows.append(
             CaseRow(
                 anchor=f"case-{number}",
@@ -143,13 +192,20 @@ def _case_rows(cases: list[Mapping[str, Any]]) -> list[CaseRow]:
                 if isinstance(recording, str)
                 else None,
                 record_json=json.dumps(case, indent=2, ensure_ascii=False),
+                trace=trace,
+                open=trace is not None and case["status"] != "passed",
             )
         )
     return rows
 
 
-def build_evaluation_page(report: Mapping[str, Any]) -> EvaluationPage:
-    """The page model of an ``evalarc.evaluation.v2`` report."""
+def build_evaluation_page(
+    report: Mapping[str, Any], recordings: RecordingReader | None = None
+) -> EvaluationPage:
+    """The page model of an ``evalarc.evaluation.v2`` report.
+
+    ``recordings`` reads a case's recording by SHA-256 (from the report folder); without it,
+    cases whose trace lives only in their recording get no replay view."""
     cases: list[Mapping[str, Any]] = list(report["cases"])
     tone, banner, detail, next_step = _banner(report)
     task = report["task"]
@@ -180,7 +236,7 @@ def build_evaluation_page(report: Mapping[str, Any]) -> EvaluationPage:
         line=f"{task['id']} · {task['domain']} · v{task['version']} · {report['status']}",
         cards=cards,
         dimensions=_dimension_rows(report),
-        cases=_case_rows(cases),
+        cases=_case_rows(cases, str(task["id"]), recordings, pack_rules(str(task["id"]))),
         hidden_cases=max(0, len(cases) - MAX_CASE_ROWS),
         reproduction=reproduction,
         runtime_json=json.dumps(runtime, indent=2, ensure_ascii=False),
