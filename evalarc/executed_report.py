@@ -59,6 +59,12 @@ from evalarc.runtime.snapshot import snapshot_candidate
 EVALUATION_FILE = "evaluation.json"
 AUDIT_FILE = "audit.json"
 EVALUATIONS_DIR = "evaluations"
+SCOPE = (
+    "Replayed the folder's recordings through today's grader with the recorded options and "
+    "compared the recomputed report with the saved one; no candidate was run, case timings were "
+    "taken from the saved report, and the recordings' origin is not authenticated."
+)
+"""What verifying an executed run proves (``verify`` shows it when a kind supplies one)."""
 DURATION_TOLERANCE = 0.002
 """Seconds a case's recorded duration may fall short of its transcript's last event (both are
 rounded)."""
@@ -250,6 +256,7 @@ def evaluation_summary(report: dict[str, Any]) -> dict[str, Any]:
         "fully_resolved": report.get("resolved") is True,
         "passed": report.get("resolved") is True,
         "score": report.get("score"),
+        "scope": SCOPE,
     }
 
 
@@ -352,6 +359,7 @@ def audit_summary(audit: dict[str, Any]) -> dict[str, Any]:
         "passed": audit.get("passed") is True,
         "mutation_score": audit.get("mutation_score"),
         "weakest_margin": detection.get("weakest_margin"),
+        "scope": SCOPE,
     }
 
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from evalarc.audit_command import AuditOptions, run_audit
 from evalarc.cli import main
 from evalarc.evaluate_command import EvaluateOptions, run_evaluate
-from evalarc.executed_report import audit_summary, evaluation_summary
+from evalarc.executed_report import SCOPE, audit_summary, evaluation_summary
 from evalarc.packs import materialize_workspace
 from evalarc.runtime.recording import load_index
 
@@ -118,11 +118,13 @@ def test_an_audit_verifies_and_a_reduced_audit_is_not_accepted(folders: dict[str
 
 def test_summaries_say_resolved_and_accepted_apart() -> None:
     assert evaluation_summary({"valid": True, "resolved": False, "score": 0.5}) == {
-        "records_valid": True, "fully_resolved": False, "passed": False, "score": 0.5}
+        "records_valid": True, "fully_resolved": False, "passed": False, "score": 0.5,
+        "scope": SCOPE}
     invalid = audit_summary({"valid": False, "reference_passed": True, "passed": False,
                              "mutation_score": None, "detection": {"weakest_margin": 1}})
     assert invalid == {"records_valid": False, "fully_resolved": True, "passed": False,
-                       "mutation_score": None, "weakest_margin": 1}
+                       "mutation_score": None, "weakest_margin": 1, "scope": SCOPE}
+    assert "no candidate was run" in SCOPE
 
 
 def test_a_moved_folder_still_verifies(folders: dict[str, Path], tmp_path: Path) -> None:
