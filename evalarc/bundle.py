@@ -157,7 +157,9 @@ class EvidenceFolder:
     def path_of(self, relative: str) -> Path:
         """Resolve a recorded relative path safely (no absolute paths, no ``..``, no links)."""
         if not isinstance(relative, str) or not relative or "\x00" in relative:
-            raise VerificationError(f"evidence path {relative!r} is not a relative file name")
+            raise VerificationError(
+                f"evidence path {relative!r} in {self.root.name} is not a relative file name"
+            )
         pure = PurePosixPath(relative)
         if (
             pure.is_absolute()
@@ -165,7 +167,9 @@ class EvidenceFolder:
             or ".." in pure.parts
             or ("\\" in relative)
         ):
-            raise VerificationError(f"evidence path '{relative}' leaves the folder")
+            raise VerificationError(
+                f"evidence path '{relative}' leaves the folder {self.root.name}"
+            )
         target = self.root.joinpath(*pure.parts)
         _refuse_symlinks(target)
         return target

@@ -33,6 +33,12 @@ class _Group(click.Group):
             if ctx.meta.get("evalarc.debug"):
                 raise
             _fail(error.message, error.exit_code)
+        except click.UsageError as error:
+            # A bad argument (a folder where a file goes, a missing file name) is refused like
+            # any other input: one line naming it, not click's multi-line usage block.
+            where = error.ctx.command_path if error.ctx is not None else "evalarc"
+            text = UsageError(f"{error.format_message()} (see '{where} --help')").message
+            _fail(text, ExitCode.INVALID)
         except KeyboardInterrupt:
             click.echo("evalarc: cancelled", err=True)
             sys.exit(int(ExitCode.CANCELLED))

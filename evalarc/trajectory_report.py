@@ -54,7 +54,7 @@ def parse_checkpoints_bytes(data: bytes, name: str) -> JSONValue:
 def read_checkpoints(path: Path) -> tuple[JSONValue, Source]:
     """Read and parse a checkpoints file; errors name the file and the reason."""
     try:
-        info = path.stat()
+        info = path.lstat()  # a symlink is refused like every other input's
     except FileNotFoundError:
         raise InputError(f"checkpoints file {path} does not exist") from None
     except OSError as error:

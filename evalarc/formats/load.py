@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 
-from evalarc.canonical import sha256_file, strict_loads
+from evalarc.canonical import strict_loads
 from evalarc.errors import InputError, UsageError
+from evalarc.formats.archive import MEMBER_CAP, show_name
 from evalarc.formats.evaluation import is_evaluation, read_evaluation, resolve_evaluation_path
 from evalarc.formats.inspect import top_level_member_types
 from evalarc.formats.model import FORMATS, Run, Source
@@ -14,7 +16,16 @@ from evalarc.formats.model import FORMATS, Run, Source
 MAX_RESULT_BYTES = 512 * 1024 * 1024
 """A result file larger than this is refused before it is read."""
 
+MAX_VALUE_BYTES = MEMBER_CAP
+"""The longest run of bytes without a ``"`` (JSON) or a ``<`` (XML) a result file may hold: one
+string, number or tag that large is refused before a parser builds it (a 200 MB case id would
+cost several times its size in memory). The same cap as one ``.eval`` member."""
+MAX_CASE_ID_CHARS = 1024 * 1024
+"""A case id longer than this is refused (one written with escapes passes the run check)."""
+
 ZIP_MAGIC = b"PK\x03\x04"
+_CHUNK = 1 << 20
+_MARKERS = (b'"', b"<")
 
 
 def detect_format(path: Path, head: bytes) -> str:
@@ -65,10 +76,16 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
     size = path.stat().st_size
     if size > MAX_RESULT_BYTES:
         raise InputError(f"{path.name} exceeds {MAX_RESULT_BYTES} bytes")
-    digest, _ = sha256_file(path)
+    digest, longest_runs = _digest_and_runs(path)
     source = Source(name=path.name, sha256=digest)
     with path.open("rb") as handle:
         head = handle.read(64)
+    marker = _value_marker(path, head, format)
+    if marker is not None and longest_runs[marker] > MAX_VALUE_BYTES:
+        raise InputError(
+            f"{path.name} holds a value longer than {MAX_VALUE_BYTES} bytes "
+            "(one string, number or tag that large is refused)"
+        )
     chosen = detect_format(path, head) if format == "auto" else format
 
     if chosen == "inspect":
@@ -87,4 +104,42 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
         run = read_junit(path, source, threshold)
     if not run.cases:
         raise InputError(f"{path.name} contains no scored cases")
+    longest = max(run.cases, key=len)
+    if len(longest) > MAX_CASE_ID_CHARS:
+        raise InputError(
+            f"{path.name}: case id {show_name(longest)} is longer than {MAX_CASE_ID_CHARS} "
+            "characters"
+        )
     return run
+
+
+def _digest_and_runs(path: Path) -> tuple[str, dict[bytes, int]]:
+    """SHA-256 of the file and, for ``"`` and ``<``, the longest run of bytes without it (runs
+    inside one chunk are shorter than a chunk, far below the cap, so only edges are tracked)."""
+    digest = hashlib.sha256()
+    current = dict.fromkeys(_MARKERS, 0)
+    longest = dict.fromkeys(_MARKERS, 0)
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+            for marker in _MARKERS:
+                first = chunk.find(marker)
+                if first < 0:
+                    current[marker] += len(chunk)
+                else:
+                    longest[marker] = max(longest[marker], current[marker] + first)
+                    current[marker] = len(chunk) - 1 - chunk.rfind(marker)
+                longest[marker] = max(longest[marker], current[marker])
+    return digest.hexdigest(), longest
+
+
+def _value_marker(path: Path, head: bytes, format: str) -> bytes | None:
+    """The byte that must recur in a file of this format: ``<`` for XML, ``"`` for JSON, none
+    for a ZIP archive (its members are capped one by one)."""
+    if head.startswith(ZIP_MAGIC) or (path.suffix == ".eval" and format in ("auto", "inspect")):
+        return None
+    if format == "junit" or (
+        format == "auto" and (path.suffix == ".xml" or head.lstrip().startswith(b"<"))
+    ):
+        return b"<"
+    return b'"'
