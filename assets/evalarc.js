@@ -430,7 +430,6 @@
     this.previous.disabled = current === 0;
     this.next.disabled = current === count - 1;
     this.toggle.setAttribute("aria-pressed", all ? "true" : "false");
-    this.toggle.textContent = all ? "Show one step" : "Show all steps";
     this.status.textContent = "Step " + (current + 1) + " of " + count;
     this.list.setAttribute("data-current-step", String(current));
     /* A button that just became disabled drops focus; keep it in the stepper. */
