@@ -403,7 +403,10 @@ def _report(error: str | None, status: str = "failed") -> dict[str, Any]:
 def test_page_escapes_candidate_text_and_links_only_inside_the_folder() -> None:
     hostile = 'got "</code><script>alert(1)</script><a href="https://evil.example">'
     html = render_evaluation_page(_report(hostile))
-    assert "<script>" not in html and "https://evil.example\"" not in html
+    assert "<script>alert" not in html and "https://evil.example\"" not in html
+    # Only the shared, CSP-hashed script and inert JSON data islands.
+    assert html.count("<script>") == 1
+    assert html.count("<script") == 1 + html.count('<script type="application/json">')
     assert "&lt;/code&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "img&lt;1&gt;" in html
     hrefs = [part.split('"', 1)[0] for part in html.split('href="')[1:]]
