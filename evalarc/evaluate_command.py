@@ -428,7 +428,8 @@ def _write_report_folder(
     seeds: list[int],
     events: list[dict[str, Any]],
 ) -> None:
-    from evalarc.site.evaluation_page import render_evaluation_page
+    from evalarc.bundle import EvidenceFolder
+    from evalarc.site.evaluation_page import recording_reader, render_evaluation_page
 
     report = run.report
     recordings = staging / RECORDINGS_DIR
@@ -455,7 +456,9 @@ def _write_report_folder(
     write_json(staging / REPORT_FILE, report)
     write_text(staging / EVENTS_FILE, "".join(compact_json(event) + "\n" for event in events))
     write_json(staging / "params.json", params_document("evaluation", _params(options, seeds)))
-    write_text(staging / PAGE_FILE, render_evaluation_page(report))
+    # The page reads the recordings just written, so its traces match a site's page exactly.
+    page = render_evaluation_page(report, recording_reader(EvidenceFolder(staging)))
+    write_text(staging / PAGE_FILE, page)
 
 
 def _params(options: EvaluateOptions, seeds: list[int]) -> dict[str, JSONValue]:

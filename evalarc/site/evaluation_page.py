@@ -243,8 +243,10 @@ def build_evaluation_page(
     )
 
 
-def render_evaluation_page(report: Mapping[str, Any]) -> str:
-    page = build_evaluation_page(report)
+def render_evaluation_page(
+    report: Mapping[str, Any], recordings: RecordingReader | None = None
+) -> str:
+    page = build_evaluation_page(report, recordings)
     return render_page(
         "evaluation.html.j2", title=f"Evaluation · {report['task']['id']}", page=page
     )
