@@ -5,7 +5,9 @@ exit code. Nothing else lives here (the library is tested directly; CLI tests ch
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,6 +42,10 @@ class _Group(click.Group):
             text = UsageError(f"{error.format_message()} (see '{where} --help')").message
             _fail(text, ExitCode.INVALID)
         except KeyboardInterrupt:
+            # Cancelled and cleaned up: another Ctrl-C (users press it again) must not turn the
+            # exit code 130 into a death by signal while the interpreter shuts down.
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             click.echo("evalarc: cancelled", err=True)
             sys.exit(int(ExitCode.CANCELLED))
         return None

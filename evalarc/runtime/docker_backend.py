@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
-from docker.errors import DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 from evalarc.canonical import JSONValue
 from evalarc.errors import EnvironmentFailure
@@ -73,6 +73,7 @@ from evalarc.runtime.jsonl import (
 )
 from evalarc.runtime.local import CaseClock
 from evalarc.runtime.protocol import AgentFault, Limits, Transcript
+from evalarc.runtime.recording import CLEANUP_FAILED
 from evalarc.runtime.snapshot import expand_command
 
 DEFAULT_IMAGE = "python:3.12-slim"
@@ -499,8 +500,15 @@ class DockerSession:
                 # output copy to finish before it handles the container's next exec exit; an
                 # unread flood would otherwise wedge every later exec of the case container.
                 self._draining = True
-                self._case.reap(self._exec_id, wait=self._drain_for)
-                self._exit_code = -9
+                try:
+                    self._case.reap(self._exec_id, wait=self._drain_for)
+                    self._exit_code = -9
+                except EnvironmentFailure as failure:
+                    # Not even the container could be removed (the engine has gone): the case
+                    # cannot be assessed, which its close reports and records. Raising here
+                    # would replace the recorded fault and skip the exit and diagnostics, so a
+                    # replay of the transcript could not reproduce the case.
+                    self._case.cleanup_problems.append(failure.message)
             elif self._exec_id:
                 self._case.needs_reap = True
         finally:
@@ -562,6 +570,8 @@ class DockerCaseRun:
         self.containers_made = 0
         self.sweep_needed = False
         """A container may exist that :attr:`container` does not know (its creation failed)."""
+        self.cleanup_problems: list[str] = []
+        """Kills the engine could not confirm; :meth:`close` reports them."""
         self._container: Any = None
         self._closed = False
 
@@ -663,11 +673,9 @@ class DockerCaseRun:
                 for leftover in self.backend.client.containers.list(
                     all=True, filters={"label": f"{CASE_LABEL}={self.case_id}"}
                 ):
-                    with suppress(NotFound):
-                        leftover.remove(force=True)
+                    _force_remove(leftover)
             elif container is not None:
-                with suppress(NotFound):
-                    container.remove(force=True)
+                _force_remove(container)
         except (DockerException, OSError) as error:
             raise _docker_failure(f"remove the containers of case {self.case_id}", error) from None
 
@@ -676,7 +684,7 @@ class DockerCaseRun:
         if self._closed:
             return
         self._closed = True
-        problems: list[str] = []
+        problems: list[str] = self.cleanup_problems
         for session in self.sessions:
             try:
                 session.kill()
@@ -691,7 +699,11 @@ class DockerCaseRun:
         except EnvironmentFailure as error:
             problems.append(error.message)
         if problems:
-            raise EnvironmentFailure("cleanup failed: " + "; ".join(problems))
+            # Recorded, so that a replay of this case (``verify``) fails its cleanup the same way.
+            message = CLEANUP_FAILED + "; ".join(problems)
+            self.transcript.add("fault", max(len(self.sessions) - 1, 0), self.clock.elapsed(),
+                                message=message, kind="environment")
+            raise EnvironmentFailure(message)
 
     def _remove_state_dir(self) -> None:
         try:
@@ -798,6 +810,9 @@ class DockerBackend:
                 self.image_id,
                 ["sleep", "infinity"],
                 name=f"evalarc-{case.case_id}-{case.containers_made}",
+                # The engine removes the container itself once it stops, also when it comes back
+                # after dying mid-run: nothing is left behind even when we cannot remove it.
+                auto_remove=True,
                 init=True,
                 user=IDLE_USER,
                 labels={CASE_LABEL: case.case_id, BACKEND_LABEL: self.backend_id},
@@ -853,6 +868,18 @@ class DockerBackend:
             yield run
         finally:
             run.close()
+
+
+def _force_remove(container: Any) -> None:
+    """Remove a container, killing it first; one already gone (or being removed by the engine,
+    as auto-removal does once it stops) counts as removed."""
+    try:
+        container.remove(force=True)
+    except NotFound:
+        pass
+    except APIError as error:
+        if error.status_code != 409 or "already in progress" not in str(error.explanation):
+            raise
 
 
 def _folder_name(label: str) -> str:

@@ -29,6 +29,9 @@ MAX_INDEX_BYTES = 16 * 1024 * 1024
 INDEX_SCHEMA = "evalarc.recording-index.v1"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _EVENTS = frozenset({"start", "ready", "send", "recv", "eof", "exit", "kill", "fault", "stderr"})
+CLEANUP_FAILED = "cleanup failed: "
+"""Start of the message of the environment ``fault`` a live backend records last (and raises)
+when it cannot clean a case up; a replay raises it again at the same point."""
 
 
 def is_sha256(text: object) -> bool:

@@ -46,6 +46,7 @@ from evalarc.errors import EnvironmentFailure, InputError, OutputError, UsageErr
 from evalarc.runtime.jsonl import encode_request, line_bytes, parse_response
 from evalarc.runtime.protocol import AgentFault, Limits, Transcript
 from evalarc.runtime.recording import (
+    CLEANUP_FAILED,
     INDEX_SCHEMA,
     RECORDING_SUFFIX,
     RecordingIndex,
@@ -713,6 +714,14 @@ class ReplayCaseRun:
             if not session.ended:
                 session.kill()
         leftover = self.peek()
+        recorded_session = leftover.get("session") if leftover is not None else None
+        if leftover is not None and self._cursor == len(self._events) - 1 and \
+                isinstance(recorded_session, int) and _is(leftover, "fault", recorded_session) and \
+                leftover.get("kind") == "environment" and \
+                str(leftover.get("message", "")).startswith(CLEANUP_FAILED):
+            # The live run could not clean the case up (the engine had gone, say).
+            fault = self.take(recorded_session, "fault", "the cleanup")
+            raise EnvironmentFailure(str(fault["message"]))
         if leftover is not None:
             self.diverge(f"the grader finished but the recording continues with "
                          f"{_describe(leftover)}")
