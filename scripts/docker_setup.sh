@@ -60,4 +60,4 @@ if ! engine_answers; then
     done
 fi
 
-exec bash "$here/build_images.sh"
+bash "$here/build_images.sh"
