@@ -550,48 +550,63 @@ def _parse_seeds(
     return tuple(int(text) for text in texts)
 
 
+def _runtime_options(what: str) -> Callable[[F], F]:
+    """The options ``evaluate`` and ``audit`` share: task, backend, image, recordings, seeds and
+    time limits (one definition, so the two commands cannot drift apart)."""
+    options = [
+        click.option("--task", default="durable-kv", show_default=True, help="Task pack id."),
+        click.option(
+            "--backend",
+            type=click.Choice(["docker", "local", "replay"]),
+            default="docker",
+            show_default=True,
+            help=f"Where {what} run; local needs --trust-local; replay runs nothing and answers "
+            "from recordings.",
+        ),
+        click.option("--trust-local", is_flag=True, help="Allow --backend local (runs host code)."),
+        click.option(
+            "--image",
+            default=None,
+            help="Docker image, used only if present locally (never pulled); JavaScript needs "
+            "Node [default: python:3.12-slim; with replay: the recorded one].",
+        ),
+        click.option(
+            "--recordings",
+            type=click.Path(path_type=Path, file_okay=False),
+            help="Recordings folder for --backend replay [default: the bundled recordings].",
+        ),
+        click.option(
+            "--seeds",
+            callback=_parse_seeds,
+            metavar="SEED...",
+            help="One or more distinct integer seeds [default: the pack's, 17 41 97].",
+        ),
+        click.option(
+            "--timeout", type=float, default=10.0, show_default=True, help="Seconds per response."
+        ),
+        click.option(
+            "--case-timeout", type=float, default=60.0, show_default=True, help="Seconds per case."
+        ),
+        click.option(
+            "--startup-timeout",
+            type=float,
+            default=30.0,
+            show_default=True,
+            help="Seconds for Docker readiness.",
+        ),
+    ]
+
+    def apply(function: F) -> F:
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return apply
+
+
 @main.command(cls=_SeedsCommand)
 @click.argument("candidate", type=click.Path(path_type=Path))
-@click.option("--task", default="durable-kv", show_default=True, help="Task pack id.")
-@click.option(
-    "--backend",
-    type=click.Choice(["docker", "local", "replay"]),
-    default="docker",
-    show_default=True,
-    help="Where the candidate runs; local needs --trust-local; replay runs nothing and answers "
-    "from recordings.",
-)
-@click.option("--trust-local", is_flag=True, help="Allow --backend local (runs host code).")
-@click.option(
-    "--image",
-    default=None,
-    help="Docker image, used only if present locally (never pulled); JavaScript needs Node "
-    "[default: python:3.12-slim; with replay: the recorded one].",
-)
-@click.option(
-    "--recordings",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Recordings folder for --backend replay [default: the bundled recordings].",
-)
-@click.option(
-    "--seeds",
-    callback=_parse_seeds,
-    metavar="SEED...",
-    help="One or more distinct integer seeds [default: the pack's, 17 41 97].",
-)
-@click.option(
-    "--timeout", type=float, default=10.0, show_default=True, help="Seconds per response."
-)
-@click.option(
-    "--case-timeout", type=float, default=60.0, show_default=True, help="Seconds per case."
-)
-@click.option(
-    "--startup-timeout",
-    type=float,
-    default=30.0,
-    show_default=True,
-    help="Seconds for Docker readiness.",
-)
+@_runtime_options("the candidate and its sessions")
 @click.option(
     "--output",
     type=click.Path(path_type=Path),
@@ -665,7 +680,7 @@ def evaluate(
 
 
 @main.command(cls=_SeedsCommand)
-@click.option("--task", default="durable-kv", show_default=True, help="Task pack id.")
+@_runtime_options("the controls")
 @click.option(
     "--language",
     type=click.Choice(["python", "javascript"]),
@@ -674,50 +689,11 @@ def evaluate(
     help="Which reference (and faulty variants) to run.",
 )
 @click.option(
-    "--backend",
-    type=click.Choice(["docker", "local", "replay"]),
-    default="docker",
-    show_default=True,
-    help="Where the controls run; local needs --trust-local; replay runs nothing and answers "
-    "from recordings.",
-)
-@click.option("--trust-local", is_flag=True, help="Allow --backend local (runs host code).")
-@click.option(
-    "--image",
-    default=None,
-    help="Docker image, used only if present locally (never pulled); JavaScript needs Node "
-    "[default: python:3.12-slim; with replay: the recorded one].",
-)
-@click.option(
-    "--recordings",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Recordings folder for --backend replay [default: the bundled recordings].",
-)
-@click.option(
-    "--seeds",
-    callback=_parse_seeds,
-    metavar="SEED...",
-    help="One or more distinct integer seeds [default: the pack's, 17 41 97].",
-)
-@click.option(
     "--without-case",
     "without_cases",
     multiple=True,
     metavar="CASE_ID",
     help="Run the controls on the suite without this case (repeatable).",
-)
-@click.option(
-    "--timeout", type=float, default=10.0, show_default=True, help="Seconds per response."
-)
-@click.option(
-    "--case-timeout", type=float, default=60.0, show_default=True, help="Seconds per case."
-)
-@click.option(
-    "--startup-timeout",
-    type=float,
-    default=30.0,
-    show_default=True,
-    help="Seconds for Docker readiness.",
 )
 @click.option("--jobs", type=int, default=None, help="Controls run at once [default: 2 per core].")
 @click.option(
