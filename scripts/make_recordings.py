@@ -4,7 +4,8 @@ For each of the three packs and both languages this runs ``evalarc audit`` live 
 reference and every declared fault, seeds 17 41 97 by default) with the local images, then packs
 every case transcript into the top-level ``recordings/`` store (``evalarc.recording-store.v1``):
 one zstd-compressed bundle per pack and language, each transcript stored once under its SHA-256,
-and ``index.json`` mapping every run key to its transcript. Replays (``--backend replay``,
+and ``index.json`` mapping every run key to its transcript. Other content of ``recordings/``
+(such as ``examples/``) is left as it is. Replays (``--backend replay``,
 ``evalarc verify``) read that store.
 
     python scripts/make_recordings.py [--output recordings] [--seeds 17 41 97] [--jobs 4]
@@ -30,7 +31,13 @@ from evalarc.audit_command import AuditOptions, run_audit
 from evalarc.packs import list_packs
 from evalarc.review.audit import summary_lines
 from evalarc.runtime.recording import RECORDING_SUFFIX, load_index, runtime_fingerprint
-from evalarc.runtime.replay import StoredRun, case_label, write_store
+from evalarc.runtime.replay import (
+    BUNDLE_SUFFIX,
+    INDEX_FILE,
+    StoredRun,
+    case_label,
+    write_store,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGES = {"python": "evalarc-python:local", "javascript": "evalarc-node:local"}
@@ -58,6 +65,22 @@ def collect(audit_folder: Path, language: str) -> tuple[list[StoredRun], dict[st
     for run in runs:
         assert runtime_fingerprint(run.runtime) in index.runtimes
     return runs, transcripts
+
+
+def install(staging: Path, output: Path) -> None:
+    """Move the new store's files into ``output``: bundles first, the index last (so a reader
+    never sees an index naming a missing bundle), then drop bundles the new index no longer
+    names. Anything else in ``output`` (e.g. ``examples/``) is left alone."""
+    output.mkdir(parents=True, exist_ok=True)
+    new_bundles = {path.name for path in staging.glob(f"*{BUNDLE_SUFFIX}")}
+    for name in sorted(new_bundles):
+        shutil.copyfile(staging / name, output / f".{name}.new")
+        (output / f".{name}.new").replace(output / name)
+    shutil.copyfile(staging / INDEX_FILE, output / f".{INDEX_FILE}.new")
+    (output / f".{INDEX_FILE}.new").replace(output / INDEX_FILE)
+    for stale in output.glob(f"*{BUNDLE_SUFFIX}"):
+        if stale.name not in new_bundles:
+            stale.unlink()
 
 
 def main() -> int:
@@ -93,15 +116,9 @@ def main() -> int:
             print(f"not replacing the store: audits did not pass: {', '.join(failures)}",
                   file=sys.stderr)
             return 1
-        staging = arguments.output.with_name(arguments.output.name + ".new")
-        shutil.rmtree(staging, ignore_errors=True)
+        staging = work / "store"
         total = write_store(staging, runs, bundles)
-    old = arguments.output.with_name(arguments.output.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if arguments.output.exists():
-        arguments.output.rename(old)
-    staging.rename(arguments.output)
-    shutil.rmtree(old, ignore_errors=True)
+        install(staging, arguments.output)
     recordings = sum(len(contents) for contents in bundles.values())
     entries = sum(len(run.cases) for run in runs)
     raw = sum(len(data) for contents in bundles.values() for data in contents.values())
