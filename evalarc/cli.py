@@ -66,12 +66,12 @@ def main(ctx: click.Context, debug: bool) -> None:
             reconfigure(errors="backslashreplace")
 
 
-_FORMAT_CHOICE = click.Choice(["auto", "inspect", "promptfoo", "junit"])
+_FORMAT_CHOICE = click.Choice(["auto", "inspect", "promptfoo", "junit", "evaluation"])
 
 
 @main.command()
-@click.argument("baseline", type=click.Path(path_type=Path, dir_okay=False))
-@click.argument("current", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("current", type=click.Path(path_type=Path))
 @click.option(
     "--format",
     "fmt",
@@ -441,7 +441,13 @@ def trajectory(
     is_flag=True,
     help="Exit 1 when the records are consistent but the report's decision is no.",
 )
-def verify(evidence: Path, as_json: bool, require_accepted: bool) -> None:
+@click.option(
+    "--require-resolved",
+    is_flag=True,
+    help="Exit 1 when the records are consistent but the evaluated candidate is not fully "
+    "resolved (2 when the run itself was invalid).",
+)
+def verify(evidence: Path, as_json: bool, require_accepted: bool, require_resolved: bool) -> None:
     """Recompute a report folder from its own inputs and options and compare."""
     from evalarc.verify import verification_failure, verify_report_folder
 
@@ -460,9 +466,15 @@ def verify(evidence: Path, as_json: bool, require_accepted: bool) -> None:
             f"Passed: {str(result['passed']).lower()}"
         )
         click.echo(result["scope"])
+    codes = [ExitCode.ACCEPTED]
+    if require_resolved:
+        if result.get("records_valid") is False:
+            codes.append(ExitCode.INVALID)
+        elif not result.get("fully_resolved", result["passed"]):
+            codes.append(ExitCode.REJECTED)
     if require_accepted and not result["passed"]:
-        sys.exit(int(ExitCode.REJECTED))
-    sys.exit(int(ExitCode.ACCEPTED))
+        codes.append(ExitCode.REJECTED)
+    sys.exit(int(max(codes)))
 
 
 # -- task packs: tasks, init, evaluate -------------------------------------------------------

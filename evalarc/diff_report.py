@@ -16,6 +16,7 @@ from evalarc.bundle import (
     ReportKind,
     copy_verified,
     params_document,
+    recorded_object,
     staged_folder,
     write_bytes,
     write_json,
@@ -25,6 +26,7 @@ from evalarc.canonical import sha256_bytes
 from evalarc.clock import timestamp
 from evalarc.errors import VerificationError
 from evalarc.formats import Run, load_results
+from evalarc.formats.evaluation import resolve_evaluation_path
 from evalarc.formats.model import Source
 from evalarc.review.diff import DIFF_SCHEMA, DiffOptions, compute_diff, overall_passed
 from evalarc.review.diff_text import markdown_summary
@@ -58,6 +60,12 @@ def run_diff(
     ``junit``) write every compared check as a JUnit testcase (see
     :mod:`evalarc.junit_output`)."""
     request.options.validate()
+    # An EvalArc evaluation may be named by its report folder; copy and record the JSON itself.
+    request = replace(
+        request,
+        baseline=resolve_evaluation_path(request.baseline),
+        current=resolve_evaluation_path(request.current),
+    )
     baseline = load_results(request.baseline, request.format, request.options.threshold)
     current = load_results(request.current, request.format, request.options.threshold)
     split = load_split(request.held_out) if request.held_out is not None else None
@@ -160,12 +168,13 @@ def recompute_diff_folder(
     if params.get("split") is not None:
         split_path = folder.hash_file(str(params["split"]))
         split = load_split(split_path)
-        recorded_split = (recorded.get("generalization") or {}).get("split") or {}
-        recorded_source = recorded_split.get("source") or {}
+        recorded_source = recorded_object(recorded, "generalization", "split", "source")
         if isinstance(recorded_source.get("name"), str):
             split = replace(split, source=Source(recorded_source["name"], split.source.sha256))
     harness = None
     if params.get("harness") is not None:
+        if not isinstance(params["harness"], list):
+            raise VerificationError(f"{PARAMS_FILE} has a malformed harness list")
         harness = []
         for entry in params["harness"]:
             if not isinstance(entry, dict):

@@ -1,5 +1,6 @@
-"""`evalarc hillclimb-run` on copies of recordings/examples/hillclimb-run: the scripted loop (spec §8.3),
-the guards around the propose command, and the report folder it leaves for `evalarc verify`."""
+"""`evalarc hillclimb-run` on copies of recordings/examples/hillclimb-run: the scripted loop
+(spec §8.3), the guards around the propose command, and the report folder it leaves for
+`evalarc verify`."""
 
 from __future__ import annotations
 

@@ -261,6 +261,11 @@ def check_comparable(baseline: Run, current: Run) -> None:
     cur_task = current.identity.get("task")
     if base_task is not None and cur_task is not None and base_task != cur_task:
         raise IncomparableError(f"inputs are not comparable: task {base_task!r} != {cur_task!r}")
+    # A reader may name identity fields that must match (EvalArc evaluations: fingerprints,
+    # seeds, runtime, weights); the first that differs is named.
+    for field in baseline.identity.get("must_match", ()):
+        if baseline.identity.get(field) != current.identity.get(field):
+            raise IncomparableError(f"inputs are not comparable: their {field} differs")
 
 
 def _counts_json(counts: dict[str, int]) -> dict[str, int]:
