@@ -193,8 +193,9 @@ class _ReducedGrader:
     without: frozenset[str]
 
     def generate_cases(self, seed: int) -> Sequence[PackCase]:
-        return [case for case in self.grader.generate_cases(seed)
-                if case.case_id not in self.without]
+        return [
+            case for case in self.grader.generate_cases(seed) if case.case_id not in self.without
+        ]
 
     def cases_sha256(self, cases: Sequence[Any]) -> str:
         return self.grader.cases_sha256(cases)
@@ -205,8 +206,9 @@ class _ReducedGrader:
     def unassessed_case(self, case: Any, message: str) -> Any:
         return self.grader.unassessed_case(case, message)
 
-    def summarize(self, cases: Sequence[Mapping[str, Any]],
-                  dimensions: Sequence[tuple[str, float]]) -> dict[str, Any]:
+    def summarize(
+        self, cases: Sequence[Mapping[str, Any]], dimensions: Sequence[tuple[str, float]]
+    ) -> dict[str, Any]:
         return self.grader.summarize(cases, dimensions)
 
 
@@ -265,22 +267,43 @@ def prepare_controls(pack: Pack, language: str, work: Path) -> list[Control]:
         workspace = work / "workspaces" / name
         workspace.parent.mkdir(parents=True, exist_ok=True)
         (work / "snapshots").mkdir(exist_ok=True)
-        materialize_workspace(pack.id, language, reference=True,
-                              fault=fault.name if fault else None, dest=workspace, contract=False)
-        snapshot = snapshot_candidate(workspace, work / "snapshots" / name,
-                                      list(pack.default_command))
-        controls.append(Control(name, fault.name if fault else None,
-                                fault.target_dimension if fault else None, snapshot))
+        materialize_workspace(
+            pack.id,
+            language,
+            reference=True,
+            fault=fault.name if fault else None,
+            dest=workspace,
+            contract=False,
+        )
+        snapshot = snapshot_candidate(
+            workspace, work / "snapshots" / name, list(pack.default_command)
+        )
+        controls.append(
+            Control(
+                name,
+                fault.name if fault else None,
+                fault.target_dimension if fault else None,
+                snapshot,
+            )
+        )
     return controls
 
 
 def case_labels(pack: Pack, seeds: Sequence[int]) -> list[str]:
-    return [case_label(case.seed, case.case_id)
-            for seed in seeds for case in pack.grader.generate_cases(seed)]
+    return [
+        case_label(case.seed, case.case_id)
+        for seed in seeds
+        for case in pack.grader.generate_cases(seed)
+    ]
 
 
-def replay_backends(controls: Sequence[Control], store: RecordingStore, pack: Pack,
-                    request: RuntimeRequest, labels: Sequence[str]) -> None:
+def replay_backends(
+    controls: Sequence[Control],
+    store: RecordingStore,
+    pack: Pack,
+    request: RuntimeRequest,
+    labels: Sequence[str],
+) -> None:
     """Give every control a replay backend, or raise one MissingRecordings naming every
     missing (control, case) at once."""
     missing: list[str] = []
@@ -289,8 +312,13 @@ def replay_backends(controls: Sequence[Control], store: RecordingStore, pack: Pa
     for control in controls:
         try:
             control.backend = make_replay_backend(
-                store, candidate_sha256=control.snapshot.sha256, pack=f"{pack.id}@{pack.version}",
-                grader_sha256=grader, request=request, labels=labels)
+                store,
+                candidate_sha256=control.snapshot.sha256,
+                pack=f"{pack.id}@{pack.version}",
+                grader_sha256=grader,
+                request=request,
+                labels=labels,
+            )
         except MissingRecordings as error:
             missing.extend(f"{control.name} {label}" for label in error.labels)
             if error.reason:
@@ -299,14 +327,20 @@ def replay_backends(controls: Sequence[Control], store: RecordingStore, pack: Pa
         raise MissingRecordings(missing, store.where, "; ".join(reasons[:3]))
 
 
-def _live_backend(options: AuditOptions, resolved: ResolvedAudit, control: Control,
-                  work: Path) -> Backend:
+def _live_backend(
+    options: AuditOptions, resolved: ResolvedAudit, control: Control, work: Path
+) -> Backend:
     """The same Docker or local backend ``evaluate`` builds (Docker: with its record of
     container creations that Ctrl-C interrupted)."""
-    evaluate_options = EvaluateOptions(task=options.task, backend=options.backend,
-                                       trust_local=options.trust_local, image=resolved.image)
-    return _make_backend(evaluate_options, control.snapshot, resolved.limits,
-                         work / "cases" / control.name)
+    evaluate_options = EvaluateOptions(
+        task=options.task,
+        backend=options.backend,
+        trust_local=options.trust_local,
+        image=resolved.image,
+    )
+    return _make_backend(
+        evaluate_options, control.snapshot, resolved.limits, work / "cases" / control.name
+    )
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -341,15 +375,22 @@ class _Progress:
         return forward
 
 
-def _run_controls(controls: Sequence[Control], resolved: ResolvedAudit,
-                  progress: _Progress) -> None:
+def _run_controls(
+    controls: Sequence[Control], resolved: ResolvedAudit, progress: _Progress
+) -> None:
     """Evaluate every control on ``resolved.jobs`` threads; Ctrl-C stops them all."""
 
     def run(control: Control) -> None:
         assert control.backend is not None
-        control.run = evaluate(resolved.pack, control.snapshot, control.backend, resolved.seeds,
-                               resolved.limits, on_event=progress.for_control(control.name),
-                               now=now_utc)
+        control.run = evaluate(
+            resolved.pack,
+            control.snapshot,
+            control.backend,
+            resolved.seeds,
+            resolved.limits,
+            on_event=progress.for_control(control.name),
+            now=now_utc,
+        )
 
     if resolved.jobs == 1:
         for control in controls:
@@ -409,25 +450,41 @@ class AuditResult:
         return ExitCode.ACCEPTED if self.audit["passed"] else ExitCode.REJECTED
 
 
-def audit_context(pack: Pack, language: str, seeds: Sequence[int],
-                  without_cases: Sequence[str], created_at: str) -> AuditContext:
-    return AuditContext(task=pack.task_json(), language=language, seeds=list(seeds),
-                        without_cases=list(without_cases), created_at=created_at,
-                        evalarc_version=__version__)
+def audit_context(
+    pack: Pack, language: str, seeds: Sequence[int], without_cases: Sequence[str], created_at: str
+) -> AuditContext:
+    return AuditContext(
+        task=pack.task_json(),
+        language=language,
+        seeds=list(seeds),
+        without_cases=list(without_cases),
+        created_at=created_at,
+        evalarc_version=__version__,
+    )
 
 
-def build_audit(pack: Pack, reference: Mapping[str, Any],
-                fault_reports: Mapping[str, Mapping[str, Any]],
-                context: AuditContext) -> dict[str, Any]:
+def build_audit(
+    pack: Pack,
+    reference: Mapping[str, Any],
+    fault_reports: Mapping[str, Mapping[str, Any]],
+    context: AuditContext,
+) -> dict[str, Any]:
     """The audit object from the controls' evaluations, faults in declared order (the writer
     and ``verify`` both call this)."""
-    faults = [FaultRun(fault.name, fault.target_dimension, fault_reports[fault.name])
-              for fault in pack.faults]
+    faults = [
+        FaultRun(fault.name, fault.target_dimension, fault_reports[fault.name])
+        for fault in pack.faults
+    ]
     return compute_audit(reference, faults, context)
 
 
-def run_audit(output: Path, options: AuditOptions, *, on_event: EventSink | None = None,
-              temp_root: Path | None = None) -> AuditResult:
+def run_audit(
+    output: Path,
+    options: AuditOptions,
+    *,
+    on_event: EventSink | None = None,
+    temp_root: Path | None = None,
+) -> AuditResult:
     """Run every control of the pack and publish the audit folder ``output``.
 
     Raises UsageError/InputError/OutputError/EnvironmentFailure (exit 2) before anything is
@@ -451,10 +508,16 @@ def run_audit(output: Path, options: AuditOptions, *, on_event: EventSink | None
         controls = prepare_controls(pack, options.language, work)
         if options.backend == "replay":
             store = open_store(options.recordings or bundled_dir(RECORDINGS_DIR))
-            request = RuntimeRequest(command=list(pack.default_command), limits=resolved.limits,
-                                     image=resolved.image)
-            replay_backends(controls, store, pack, _request_for(request, controls),
-                            case_labels(pack, resolved.seeds))
+            request = RuntimeRequest(
+                command=list(pack.default_command), limits=resolved.limits, image=resolved.image
+            )
+            replay_backends(
+                controls,
+                store,
+                pack,
+                _request_for(request, controls),
+                case_labels(pack, resolved.seeds),
+            )
         else:
             for control in controls:
                 control.backend = _live_backend(options, resolved, control, work)
@@ -462,8 +525,9 @@ def run_audit(output: Path, options: AuditOptions, *, on_event: EventSink | None
         with staged_folder(output) as staging:
             staging.chmod(0o755)
             _run_controls(controls, resolved, progress)
-            audit = _write_audit_folder(staging, pack, controls, options, resolved, created_at,
-                                        progress.events)
+            audit = _write_audit_folder(
+                staging, pack, controls, options, resolved, created_at, progress.events
+            )
         published = True
         divergences: list[Divergence] = []
         foreign: set[str] = set()
@@ -488,9 +552,15 @@ def _request_for(request: RuntimeRequest, controls: Sequence[Control]) -> Runtim
     return replace(request, command=list(controls[0].snapshot.command))
 
 
-def _write_audit_folder(staging: Path, pack: Pack, controls: Sequence[Control],
-                        options: AuditOptions, resolved: ResolvedAudit, created_at: str,
-                        events: list[dict[str, Any]]) -> dict[str, Any]:
+def _write_audit_folder(
+    staging: Path,
+    pack: Pack,
+    controls: Sequence[Control],
+    options: AuditOptions,
+    resolved: ResolvedAudit,
+    created_at: str,
+    events: list[dict[str, Any]],
+) -> dict[str, Any]:
     from evalarc.site.audit_page import render_audit_page
 
     recordings = staging / RECORDINGS_DIR
@@ -509,21 +579,30 @@ def _write_audit_folder(staging: Path, pack: Pack, controls: Sequence[Control],
             data = recording.transcript.jsonl().encode("ascii")
             name = sha256_bytes(data)
             if name != recording.sha256:
-                raise OutputError(f"recording of {control.name} {recording.seed}/"
-                                  f"{recording.case_id} hashed differently when written")
+                raise OutputError(
+                    f"recording of {control.name} {recording.seed}/"
+                    f"{recording.case_id} hashed differently when written"
+                )
             target = recordings / f"{name}{RECORDING_SUFFIX}"
             if not target.exists():
                 write_bytes(target, data)
-            key = RunKey(report["candidate_sha256"], f"{pack.id}@{pack.version}",
-                         report["grader_sha256"], recording.seed, recording.case_id,
-                         runtime_sha256)
+            key = RunKey(
+                report["candidate_sha256"],
+                f"{pack.id}@{pack.version}",
+                report["grader_sha256"],
+                recording.seed,
+                recording.case_id,
+                runtime_sha256,
+            )
             index.add(key, name, runtime)
         write_json(staging / EVALUATIONS_DIR / f"{control.name}.json", report)
     save_index(index, recordings / INDEX_FILE)
-    context = audit_context(pack, options.language, resolved.seeds, resolved.without_cases,
-                            created_at)
+    context = audit_context(
+        pack, options.language, resolved.seeds, resolved.without_cases, created_at
+    )
     audit = build_audit(
-        pack, reports[REFERENCE_CONTROL],
+        pack,
+        reports[REFERENCE_CONTROL],
         {name: report for name, report in reports.items() if name != REFERENCE_CONTROL},
         context,
     )
@@ -547,8 +626,9 @@ def audit_params(options: AuditOptions, resolved: ResolvedAudit) -> dict[str, JS
         "startup_timeout": options.startup_timeout,
         "without_cases": list(resolved.without_cases),
         "jobs": resolved.jobs,
-        "replay_recordings": None if options.backend != "replay" else (
-            str(options.recordings) if options.recordings is not None else "bundled"),
+        "replay_recordings": None
+        if options.backend != "replay"
+        else (str(options.recordings) if options.recordings is not None else "bundled"),
         "report": REPORT_FILE,
         "recordings": f"{RECORDINGS_DIR}/{INDEX_FILE}",
     }

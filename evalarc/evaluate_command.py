@@ -121,13 +121,13 @@ def resolve_options(options: EvaluateOptions) -> tuple[Pack, list[int], Limits]:
     """Validate ``options`` against the pack; return the pack, the seeds and the limits."""
     pack = load_pack(options.task)
     if options.backend not in BACKENDS:
-        raise UsageError(
-            f"unknown backend {options.backend!r} (choose docker, local or replay)"
-        )
+        raise UsageError(f"unknown backend {options.backend!r} (choose docker, local or replay)")
     if options.backend == "local" and not options.trust_local:
         raise UsageError(LOCAL_REFUSAL)
-    if options.backend != "local" and options.image is not None and (
-        not options.image.strip() or any(ch.isspace() for ch in options.image)
+    if (
+        options.backend != "local"
+        and options.image is not None
+        and (not options.image.strip() or any(ch.isspace() for ch in options.image))
     ):
         raise UsageError(f"--image {options.image!r} is not an image name")
     seeds = validate_seeds(
@@ -316,8 +316,9 @@ def _replay_backend(options: EvaluateOptions, snapshot: Snapshot, limits: Limits
 
     pack, seeds, _ = resolve_options(options)
     store = open_store(options.recordings or bundled_dir(RECORDINGS_DIR))
-    labels = [f"{case.seed}/{case.case_id}" for seed in seeds
-              for case in pack.grader.generate_cases(seed)]
+    labels = [
+        f"{case.seed}/{case.case_id}" for seed in seeds for case in pack.grader.generate_cases(seed)
+    ]
     return make_replay_backend(
         store,
         candidate_sha256=snapshot.sha256,
@@ -467,8 +468,9 @@ def _params(options: EvaluateOptions, seeds: list[int]) -> dict[str, JSONValue]:
         "candidate": CANDIDATE_DIR,
         "backend": options.backend,
         "trust_local": options.trust_local,
-        "image": (options.image or DEFAULT_IMAGE) if options.backend == "docker" else (
-            options.image if options.backend == "replay" else None),
+        "image": (options.image or DEFAULT_IMAGE)
+        if options.backend == "docker"
+        else (options.image if options.backend == "replay" else None),
         "seeds": list(seeds),
         "timeout": options.timeout,
         "case_timeout": options.case_timeout,

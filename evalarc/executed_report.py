@@ -138,15 +138,17 @@ def recorded_options(params: Mapping[str, Any], pack: Pack) -> RecordedOptions:
     index = _text(params, "recordings")
     if not index.endswith("/index.json"):
         raise VerificationError("params.json: recordings must name a recordings index")
-    return RecordedOptions(_text(params, "task"), backend, image, seeds, limits,
-                           index.rpartition("/")[0])
+    return RecordedOptions(
+        _text(params, "task"), backend, image, seeds, limits, index.rpartition("/")[0]
+    )
 
 
 def _request(options: RecordedOptions, command: Sequence[str]) -> RuntimeRequest:
     backend = options.backend if options.backend in ("docker", "local") else None
     image = options.image if options.backend != "local" else None
-    return RuntimeRequest(command=list(command), limits=options.limits, image=image,
-                          backend=backend)
+    return RuntimeRequest(
+        command=list(command), limits=options.limits, image=image, backend=backend
+    )
 
 
 def _store(folder: EvidenceFolder, options: RecordedOptions) -> RecordingStore:
@@ -156,8 +158,9 @@ def _store(folder: EvidenceFolder, options: RecordedOptions) -> RecordingStore:
 # -- timings and divergences -----------------------------------------------------------------
 
 
-def adopt_timings(recomputed: dict[str, Any], recorded: Mapping[str, Any],
-                  store: RecordingStore, live: bool) -> None:
+def adopt_timings(
+    recomputed: dict[str, Any], recorded: Mapping[str, Any], store: RecordingStore, live: bool
+) -> None:
     """Take the timings (not recomputable) from the saved report into the recomputed one.
 
     A case duration is taken only when it is a finite number and, for a live run (``live``),
@@ -173,7 +176,9 @@ def adopt_timings(recomputed: dict[str, Any], recorded: Mapping[str, Any],
         return
     for mine, saved in zip(recomputed["cases"], saved_cases, strict=True):
         if not isinstance(saved, dict) or (saved.get("seed"), saved.get("case_id")) != (
-                mine["seed"], mine["case_id"]):
+            mine["seed"],
+            mine["case_id"],
+        ):
             continue
         duration = saved.get("duration_seconds")
         if not isinstance(duration, int | float) or not _finite(duration):
@@ -190,8 +195,12 @@ def adopt_timings(recomputed: dict[str, Any], recorded: Mapping[str, Any],
 
 
 def _finite(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and \
-        math.isfinite(value) and value >= 0
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
 def _refuse_divergences(divergences: Sequence[Divergence]) -> None:
@@ -212,8 +221,9 @@ def _fixed_clock(created_at: object) -> datetime:
 # -- evaluation folders ----------------------------------------------------------------------
 
 
-def recompute_evaluation_folder(folder: EvidenceFolder, params: dict[str, Any],
-                                recorded: dict[str, Any]) -> dict[str, Any]:
+def recompute_evaluation_folder(
+    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
+) -> dict[str, Any]:
     """Replay an evaluation folder's recordings for its ``candidate/`` copy."""
     if recorded.get("schema_version") != EVALUATION_SCHEMA:
         raise VerificationError(f"{EVALUATION_FILE} does not hold an evaluation report")
@@ -230,17 +240,26 @@ def recompute_evaluation_folder(folder: EvidenceFolder, params: dict[str, Any],
                 folder.read_bytes(path.relative_to(folder.root).as_posix())
         snapshot = snapshot_candidate(source, work / "snapshot", list(pack.default_command))
         if snapshot.sha256 != recorded.get("candidate_sha256"):
-            raise VerificationError(
-                f"{candidate}/ differs from the candidate the report recorded")
+            raise VerificationError(f"{candidate}/ differs from the candidate the report recorded")
         store = _store(folder, options)
         labels = case_labels(pack, options.seeds)
         backend = make_replay_backend(
-            store, candidate_sha256=snapshot.sha256, pack=f"{pack.id}@{pack.version}",
-            grader_sha256=grader_sha256(pack), request=_request(options, snapshot.command),
-            labels=labels)
+            store,
+            candidate_sha256=snapshot.sha256,
+            pack=f"{pack.id}@{pack.version}",
+            grader_sha256=grader_sha256(pack),
+            request=_request(options, snapshot.command),
+            labels=labels,
+        )
         created = recorded.get("created_at")
-        run = evaluate(pack, snapshot, backend, options.seeds, options.limits,
-                       now=lambda: _fixed_clock(created))
+        run = evaluate(
+            pack,
+            snapshot,
+            backend,
+            options.seeds,
+            options.limits,
+            now=lambda: _fixed_clock(created),
+        )
         _refuse_divergences(backend.divergences)
         report = run.report
         adopt_timings(report, recorded, store, options.backend != "replay")
@@ -263,8 +282,9 @@ def evaluation_summary(report: dict[str, Any]) -> dict[str, Any]:
 # -- audit folders ---------------------------------------------------------------------------
 
 
-def recompute_audit_folder(folder: EvidenceFolder, params: dict[str, Any],
-                           recorded: dict[str, Any]) -> dict[str, Any]:
+def recompute_audit_folder(
+    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
+) -> dict[str, Any]:
     """Replay every control of an audit folder and recompute the audit."""
     if recorded.get("schema_version") != AUDIT_SCHEMA:
         raise VerificationError(f"{AUDIT_FILE} does not hold an audit report")
@@ -288,39 +308,60 @@ def recompute_audit_folder(folder: EvidenceFolder, params: dict[str, Any],
             if control.snapshot.sha256 != recorded_sha:
                 raise VerificationError(
                     f"the pack's {control.name} control ({language}) is not the candidate "
-                    f"this audit ran")
+                    f"this audit ran"
+                )
         store = _store(folder, options)
-        replay_backends(controls, store, audited, _request(options, controls[0].snapshot.command),
-                        case_labels(audited, options.seeds))
-        reports = {control.name: _replay_control(control, audited, options, saved, store)
-                   for control in controls}
+        replay_backends(
+            controls,
+            store,
+            audited,
+            _request(options, controls[0].snapshot.command),
+            case_labels(audited, options.seeds),
+        )
+        reports = {
+            control.name: _replay_control(control, audited, options, saved, store)
+            for control in controls
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    context = audit_context(audited, language, options.seeds, without,
-                            str(recorded.get("created_at", "")))
+    context = audit_context(
+        audited, language, options.seeds, without, str(recorded.get("created_at", ""))
+    )
     return build_audit(
-        audited, reports[REFERENCE_CONTROL],
+        audited,
+        reports[REFERENCE_CONTROL],
         {name: report for name, report in reports.items() if name != REFERENCE_CONTROL},
         context,
     )
 
 
-def _replay_control(control: Control, pack: Pack, options: RecordedOptions,
-                    saved: Mapping[str, Mapping[str, Any]],
-                    store: RecordingStore) -> dict[str, Any]:
+def _replay_control(
+    control: Control,
+    pack: Pack,
+    options: RecordedOptions,
+    saved: Mapping[str, Mapping[str, Any]],
+    store: RecordingStore,
+) -> dict[str, Any]:
     backend = control.backend
     assert isinstance(backend, ReplayBackend)
     created = saved[control.name].get("created_at")
-    run = evaluate(pack, control.snapshot, backend, options.seeds, options.limits,
-                   now=lambda: _fixed_clock(created))
+    run = evaluate(
+        pack,
+        control.snapshot,
+        backend,
+        options.seeds,
+        options.limits,
+        now=lambda: _fixed_clock(created),
+    )
     _refuse_divergences(backend.divergences)
     report = run.report
     adopt_timings(report, saved[control.name], store, options.backend != "replay")
     return report
 
 
-def _saved_evaluations(folder: EvidenceFolder, recorded: Mapping[str, Any],
-                       pack: Pack) -> dict[str, Mapping[str, Any]]:
+def _saved_evaluations(
+    folder: EvidenceFolder, recorded: Mapping[str, Any], pack: Pack
+) -> dict[str, Mapping[str, Any]]:
     """Each control's evaluation as embedded in audit.json, checked against its copy in
     ``evaluations/``."""
     reference = recorded.get("reference")
@@ -329,18 +370,23 @@ def _saved_evaluations(folder: EvidenceFolder, recorded: Mapping[str, Any],
         raise VerificationError(f"{AUDIT_FILE} lacks its reference or mutants")
     saved: dict[str, Mapping[str, Any]] = {REFERENCE_CONTROL: reference}
     for row in mutants:
-        if isinstance(row, dict) and isinstance(row.get("name"), str) and \
-                isinstance(row.get("evaluation"), dict):
+        if (
+            isinstance(row, dict)
+            and isinstance(row.get("name"), str)
+            and isinstance(row.get("evaluation"), dict)
+        ):
             saved[row["name"]] = row["evaluation"]
     expected = [REFERENCE_CONTROL, *(fault.name for fault in pack.faults)]
     if sorted(saved) != sorted(expected) or len(mutants) != len(pack.faults):
         raise VerificationError(
-            f"{AUDIT_FILE} does not list the pack's declared controls ({', '.join(expected)})")
+            f"{AUDIT_FILE} does not list the pack's declared controls ({', '.join(expected)})"
+        )
     for name in expected:
         copy = load_report_json(folder, f"{EVALUATIONS_DIR}/{name}.json")
         if _canonical(copy) != _canonical(saved[name]):
             raise VerificationError(
-                f"{EVALUATIONS_DIR}/{name}.json differs from the evaluation in {AUDIT_FILE}")
+                f"{EVALUATIONS_DIR}/{name}.json differs from the evaluation in {AUDIT_FILE}"
+            )
     return saved
 
 

@@ -71,8 +71,9 @@ class PackCase(Protocol):
 class CaseOutcome(Protocol):
     """What running one case established."""
 
-    def record(self, duration_seconds: float, recording_sha256: str | None,
-               stderr_tail_limit_bytes: int) -> dict[str, Any]:
+    def record(
+        self, duration_seconds: float, recording_sha256: str | None, stderr_tail_limit_bytes: int
+    ) -> dict[str, Any]:
         """The case's entry in ``cases`` of evaluation.json."""
         ...
 
@@ -88,8 +89,9 @@ class Grader(Protocol):
 
     def unassessed_case(self, case: Any, message: str) -> CaseOutcome: ...
 
-    def summarize(self, cases: Sequence[Mapping[str, Any]],
-                  dimensions: Sequence[tuple[str, float]]) -> dict[str, Any]: ...
+    def summarize(
+        self, cases: Sequence[Mapping[str, Any]], dimensions: Sequence[tuple[str, float]]
+    ) -> dict[str, Any]: ...
 
 
 _GRADER_FUNCTIONS = ("generate_cases", "cases_sha256", "run_case", "unassessed_case", "summarize")
@@ -159,8 +161,7 @@ class Pack:
     faults: tuple[Fault, ...]
 
     def task_json(self) -> dict[str, str]:
-        return {"id": self.id, "version": self.version, "domain": self.domain,
-                "split": self.split}
+        return {"id": self.id, "version": self.version, "domain": self.domain, "split": self.split}
 
     def weights(self) -> list[tuple[str, float]]:
         return [(dimension.id, dimension.weight) for dimension in self.dimensions]
@@ -194,8 +195,11 @@ def list_packs() -> list[Pack]:
     root = packs_root()
     if not root.is_dir():
         return []
-    return [load_pack(folder.name) for folder in sorted(root.iterdir())
-            if (folder / PACK_FILE).is_file()]
+    return [
+        load_pack(folder.name)
+        for folder in sorted(root.iterdir())
+        if (folder / PACK_FILE).is_file()
+    ]
 
 
 @cache
@@ -204,8 +208,11 @@ def load_pack(task_id: str) -> Pack:
     root = packs_root()
     folder = root / task_id
     if "/" in task_id or task_id.startswith(".") or not (folder / PACK_FILE).is_file():
-        known = ", ".join(sorted(p.name for p in root.iterdir() if (p / PACK_FILE).is_file())) \
-            if root.is_dir() else ""
+        known = (
+            ", ".join(sorted(p.name for p in root.iterdir() if (p / PACK_FILE).is_file()))
+            if root.is_dir()
+            else ""
+        )
         raise UsageError(f"unknown task {task_id!r} (available: {known or 'none'})")
     path = folder / PACK_FILE
     try:
@@ -221,14 +228,17 @@ def _build_pack(path: Path, data: dict[str, Any]) -> Pack:
         raise InputError(f"{path}: schema_version must be {PACK_SCHEMA}")
     folder = path.parent
     dimensions = tuple(
-        Dimension(_TableReader(path, item, "dimensions").text("id"),
-                  _TableReader(path, item, "dimensions").number("weight"))
+        Dimension(
+            _TableReader(path, item, "dimensions").text("id"),
+            _TableReader(path, item, "dimensions").number("weight"),
+        )
         for item in reader.tables("dimensions")
     )
     if not dimensions or len({d.id for d in dimensions}) != len(dimensions):
         raise InputError(f"{path}: dimensions must be non-empty with unique ids")
-    if not math.isclose(sum(d.weight for d in dimensions), 1.0, abs_tol=_WEIGHT_TOLERANCE) or \
-            any(not 0.0 <= d.weight <= 1.0 for d in dimensions):
+    if not math.isclose(sum(d.weight for d in dimensions), 1.0, abs_tol=_WEIGHT_TOLERANCE) or any(
+        not 0.0 <= d.weight <= 1.0 for d in dimensions
+    ):
         raise InputError(f"{path}: dimension weights must lie in [0, 1] and sum to 1")
     limits_table = _TableReader(path, reader.table("limits"), "limits")
     limits = Limits(
@@ -243,8 +253,10 @@ def _build_pack(path: Path, data: dict[str, Any]) -> Pack:
         for name, table in reader.table("languages").items()
     }
     dimension_ids = {d.id for d in dimensions}
-    faults = tuple(_fault(path, item, dimension_ids, languages)
-                   for item in reader.tables("faults", required=False))
+    faults = tuple(
+        _fault(path, item, dimension_ids, languages)
+        for item in reader.tables("faults", required=False)
+    )
     if len({fault.name for fault in faults}) != len(faults):
         raise InputError(f"{path}: fault names must be unique")
     grader_path = folder / reader.text("grader")
@@ -285,8 +297,9 @@ def _language(path: Path, folder: Path, name: str, table: Any) -> Language:
     )
 
 
-def _fault(path: Path, table: Any, dimension_ids: set[str],
-           languages: Mapping[str, Language]) -> Fault:
+def _fault(
+    path: Path, table: Any, dimension_ids: set[str], languages: Mapping[str, Language]
+) -> Fault:
     reader = _TableReader(path, table, "faults")
     name = reader.text("name")
     target = reader.text("target_dimension")
@@ -295,11 +308,18 @@ def _fault(path: Path, table: Any, dimension_ids: set[str],
     edits: dict[str, FaultEdit] = {}
     for language in languages:
         edit = _TableReader(path, reader.table(language), f"faults.{name}.{language}")
-        edits[language] = FaultEdit(edit.text("file"), edit.text("anchor"),
-                                    edit.text("replacement"))
+        edits[language] = FaultEdit(
+            edit.text("file"), edit.text("anchor"), edit.text("replacement")
+        )
     score = reader.optional_number("expected_seed17_score")
-    return Fault(name, target, reader.text("summary"), score,
-                 tuple(reader.texts("expected_seed17_failing", required=False)), edits)
+    return Fault(
+        name,
+        target,
+        reader.text("summary"),
+        score,
+        tuple(reader.texts("expected_seed17_failing", required=False)),
+        edits,
+    )
 
 
 def _existing(manifest: Path, target: Path) -> Path:
@@ -347,8 +367,11 @@ class _TableReader:
 
     def number(self, name: str) -> float:
         value = self._get(name)
-        if isinstance(value, bool) or not isinstance(value, int | float) or \
-                not math.isfinite(value):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
             raise self._fail(name, "a finite number")
         return float(value)
 
@@ -363,8 +386,9 @@ class _TableReader:
 
     def integers(self, name: str) -> list[int]:
         value = self._get(name)
-        if not isinstance(value, list) or \
-                not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
             raise self._fail(name, "a list of integers")
         return list(value)
 
@@ -434,8 +458,15 @@ def validate_seeds(seeds: Sequence[object]) -> list[int]:
 # -- workspaces ------------------------------------------------------------------------------
 
 
-def materialize_workspace(task_id: str, language: str, *, reference: bool, fault: str | None,
-                          dest: Path, contract: bool = True) -> list[str]:
+def materialize_workspace(
+    task_id: str,
+    language: str,
+    *,
+    reference: bool,
+    fault: str | None,
+    dest: Path,
+    contract: bool = True,
+) -> list[str]:
     """Write a new workspace folder ``dest``: the starter, the reference, or a faulty reference.
 
     ``contract`` adds TASK.md (and the language's RUNTIME.md guidance): what ``evalarc init``
@@ -533,9 +564,16 @@ class EvaluationRun:
     """One per case that produced transcript events, in execution order."""
 
 
-def evaluate(pack: Pack, snapshot: CandidateSnapshot, backend: Backend, seeds: Sequence[int],
-             limits: Limits, *, on_event: EventSink | None = None,
-             now: Callable[[], datetime] | None = None) -> EvaluationRun:
+def evaluate(
+    pack: Pack,
+    snapshot: CandidateSnapshot,
+    backend: Backend,
+    seeds: Sequence[int],
+    limits: Limits,
+    *,
+    on_event: EventSink | None = None,
+    now: Callable[[], datetime] | None = None,
+) -> EvaluationRun:
     """Run every case of every seed (seed-major) and build the evaluation report.
 
     Candidate failures are data in the report. An environment failure makes its case unassessed
@@ -552,20 +590,43 @@ def evaluate(pack: Pack, snapshot: CandidateSnapshot, backend: Backend, seeds: S
     runtime = backend.runtime()
     for name, value in limits.to_json().items():
         runtime.setdefault(name, value)
-    emit({"event": "evaluation_started", "task": pack.id,
-          "candidate_sha256": snapshot.sha256, "total_cases": len(cases)})
+    emit(
+        {
+            "event": "evaluation_started",
+            "task": pack.id,
+            "candidate_sha256": snapshot.sha256,
+            "total_cases": len(cases),
+        }
+    )
     records: list[dict[str, Any]] = []
     recordings: list[CaseRecording] = []
     for number, case in enumerate(cases, start=1):
-        emit({"event": "case_started", "task": pack.id, "seed": case.seed,
-              "case_id": case.case_id, "case_number": number, "total_cases": len(cases)})
+        emit(
+            {
+                "event": "case_started",
+                "task": pack.id,
+                "seed": case.seed,
+                "case_id": case.case_id,
+                "case_number": number,
+                "total_cases": len(cases),
+            }
+        )
         record, recording = _run_one(grader, backend, case, limits)
         records.append(record)
         if recording is not None:
             recordings.append(recording)
-        emit({"event": "case_completed", "task": pack.id, "seed": case.seed,
-              "case_id": case.case_id, "case_number": number, "total_cases": len(cases),
-              "status": record["status"], "duration_seconds": record["duration_seconds"]})
+        emit(
+            {
+                "event": "case_completed",
+                "task": pack.id,
+                "seed": case.seed,
+                "case_id": case.case_id,
+                "case_number": number,
+                "total_cases": len(cases),
+                "status": record["status"],
+                "duration_seconds": record["duration_seconds"],
+            }
+        )
     summary = grader.summarize(records, pack.weights())
     report: dict[str, Any] = {
         "schema_version": EVALUATION_SCHEMA,
@@ -587,13 +648,21 @@ def evaluate(pack: Pack, snapshot: CandidateSnapshot, backend: Backend, seeds: S
         "agent_cost_usd": None,
         "agent_tokens": None,
     }
-    emit({"event": "evaluation_completed", "task": pack.id, "score": report["score"],
-          "status": report["status"], "valid": report["valid"]})
+    emit(
+        {
+            "event": "evaluation_completed",
+            "task": pack.id,
+            "score": report["score"],
+            "status": report["status"],
+            "valid": report["valid"],
+        }
+    )
     return EvaluationRun(report, recordings)
 
 
-def _run_one(grader: Grader, backend: Backend, case: PackCase,
-             limits: Limits) -> tuple[dict[str, Any], CaseRecording | None]:
+def _run_one(
+    grader: Grader, backend: Backend, case: PackCase, limits: Limits
+) -> tuple[dict[str, Any], CaseRecording | None]:
     started = time.monotonic()
     transcript: Transcript | None = None
     outcome: CaseOutcome | None = None
@@ -612,8 +681,9 @@ def _run_one(grader: Grader, backend: Backend, case: PackCase,
     if failure is not None:
         outcome = grader.unassessed_case(case, failure.message)
     assert outcome is not None
-    record = outcome.record(duration, recording.sha256 if recording else None,
-                            limits.stderr_tail_bytes)
+    record = outcome.record(
+        duration, recording.sha256 if recording else None, limits.stderr_tail_bytes
+    )
     return record, recording
 
 

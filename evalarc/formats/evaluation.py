@@ -23,7 +23,12 @@ SCHEMA = "evalarc.evaluation.v2"
 SCHEMA_PREFIX = "evalarc.evaluation."
 REPORT_FILE = "evaluation.json"
 COMPARABLE_FIELDS: tuple[str, ...] = (
-    "task", "grader_sha256", "cases_sha256", "seeds", "runtime", "weights",
+    "task",
+    "grader_sha256",
+    "cases_sha256",
+    "seeds",
+    "runtime",
+    "weights",
 )
 """Identity fields two evaluations must share to be compared, in the order they are checked."""
 
@@ -37,8 +42,11 @@ def resolve_evaluation_path(path: Path) -> Path:
 
 def is_evaluation(value: object) -> bool:
     """True for a JSON object that declares an EvalArc evaluation schema (any version)."""
-    return isinstance(value, dict) and isinstance(value.get("schema_version"), str) and \
-        value["schema_version"].startswith(SCHEMA_PREFIX)
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("schema_version"), str)
+        and value["schema_version"].startswith(SCHEMA_PREFIX)
+    )
 
 
 def read_evaluation(path: Path, source: Source, threshold: float) -> Run:
@@ -65,19 +73,25 @@ def evaluation_run(value: object, source: Source, threshold: float, name: str) -
         raise InputError(f"{name} is not an EvalArc evaluation (schema {schema!r})")
     reader = _Fields(value, name)
     task = reader.mapping("task")
-    task_ref = f"{_text(task.get('id'), name, 'task.id')}@" \
+    task_ref = (
+        f"{_text(task.get('id'), name, 'task.id')}@"
         f"{_text(task.get('version'), name, 'task.version')}"
+    )
     dimensions = reader.mapping("dimensions")
     weights: dict[str, float] = {}
     for dimension, group in dimensions.items():
         weight = group.get("weight") if isinstance(group, dict) else None
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or \
-                not math.isfinite(weight):
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, int | float)
+            or not math.isfinite(weight)
+        ):
             raise InputError(f"{name}: dimension {dimension!r} has no finite weight")
         weights[str(dimension)] = float(weight)
     seeds = reader.field("seeds")
     if not isinstance(seeds, list) or not all(
-            isinstance(seed, int) and not isinstance(seed, bool) for seed in seeds):
+        isinstance(seed, int) and not isinstance(seed, bool) for seed in seeds
+    ):
         raise InputError(f"{name}: seeds must be a list of integers")
     cases: dict[str, dict[str, list[Attempt]]] = {}
     samples: dict[str, list[SampleMeta]] = {}
@@ -115,28 +129,39 @@ def evaluation_run(value: object, source: Source, threshold: float, name: str) -
     )
 
 
-def _case(case: object, position: int, name: str) -> tuple[str, dict[str, list[Attempt]],
-                                                          SampleMeta]:
+def _case(
+    case: object, position: int, name: str
+) -> tuple[str, dict[str, list[Attempt]], SampleMeta]:
     if not isinstance(case, dict):
         raise InputError(f"{name}: case {position} is not an object")
     seed = case.get("seed")
     case_id = case.get("case_id")
     checks = case.get("checks")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not isinstance(case_id, str) or \
-            not case_id or not isinstance(checks, dict):
+    if (
+        isinstance(seed, bool)
+        or not isinstance(seed, int)
+        or not isinstance(case_id, str)
+        or not case_id
+        or not isinstance(checks, dict)
+    ):
         raise InputError(f"{name}: case {position} needs seed, case_id and checks")
     error = case.get("error")
     attempts: dict[str, list[Attempt]] = {}
     for dimension, verdict in checks.items():
         if verdict is not None and not isinstance(verdict, bool):
-            raise InputError(f"{name}: case {seed}/{case_id} check {dimension!r} is not a "
-                             "boolean or null")
+            raise InputError(
+                f"{name}: case {seed}/{case_id} check {dimension!r} is not a boolean or null"
+            )
         evidence = cut_evidence(error) if verdict is not True else None
         attempts[str(dimension)] = [Attempt(passed=verdict, value=verdict, evidence=evidence)]
     meta = SampleMeta()
     duration = case.get("duration_seconds")
-    if isinstance(duration, int | float) and not isinstance(duration, bool) and \
-            math.isfinite(duration) and duration >= 0:
+    if (
+        isinstance(duration, int | float)
+        and not isinstance(duration, bool)
+        and math.isfinite(duration)
+        and duration >= 0
+    ):
         meta.usage["duration_seconds"] = float(duration)
     meta.verdicts = {str(k): v for k, v in checks.items()}
     return f"{seed}/{case_id}", attempts, meta
@@ -145,8 +170,9 @@ def _case(case: object, position: int, name: str) -> tuple[str, dict[str, list[A
 def incomparable_field(baseline: Run, current: Run) -> str | None:
     """The first identity field two evaluation runs do not share, or None when comparable."""
     for field in COMPARABLE_FIELDS:
-        if canonical_json(baseline.identity.get(field)) != \
-                canonical_json(current.identity.get(field)):
+        if canonical_json(baseline.identity.get(field)) != canonical_json(
+            current.identity.get(field)
+        ):
             return field
     return None
 

@@ -90,8 +90,11 @@ def detection_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         str(row["name"]) for row in rows if row["killed"] and row["detection_margin"] == 1
     )
     sole_cases = sorted(
-        {str(row["failing_cases"][0]) for row in rows
-         if row["killed"] and row["detection_margin"] == 1}
+        {
+            str(row["failing_cases"][0])
+            for row in rows
+            if row["killed"] and row["detection_margin"] == 1
+        }
     )
     return {
         "weakest_margin": min(margins) if margins else None,

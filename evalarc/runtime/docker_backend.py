@@ -701,8 +701,13 @@ class DockerCaseRun:
         if problems:
             # Recorded, so that a replay of this case (``verify``) fails its cleanup the same way.
             message = CLEANUP_FAILED + "; ".join(problems)
-            self.transcript.add("fault", max(len(self.sessions) - 1, 0), self.clock.elapsed(),
-                                message=message, kind="environment")
+            self.transcript.add(
+                "fault",
+                max(len(self.sessions) - 1, 0),
+                self.clock.elapsed(),
+                message=message,
+                kind="environment",
+            )
             raise EnvironmentFailure(message)
 
     def _remove_state_dir(self) -> None:

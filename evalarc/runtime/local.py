@@ -78,8 +78,14 @@ class PipeSession:
     harness bug (RuntimeError); :meth:`kill` is always allowed and idempotent.
     """
 
-    def __init__(self, process: subprocess.Popen[bytes], limits: Limits, clock: CaseClock,
-                 transcript: Transcript, index: int) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        limits: Limits,
+        clock: CaseClock,
+        transcript: Transcript,
+        index: int,
+    ) -> None:
         if process.stdin is None or process.stdout is None or process.stderr is None:
             raise ValueError("a pipe session needs stdin, stdout and stderr pipes")
         self._process = process
@@ -149,7 +155,9 @@ class PipeSession:
             self._close_stdin()
             self._record("eof")
             deadline, message = capped_deadline(
-                time.monotonic(), self._limits.response_timeout, self._clock.deadline,
+                time.monotonic(),
+                self._limits.response_timeout,
+                self._clock.deadline,
                 NO_EXIT_AFTER_EOF,
             )
             self._wait_exit(deadline, message)
@@ -192,7 +200,9 @@ class PipeSession:
 
     def _deadline(self) -> tuple[float, bool]:
         deadline, message = capped_deadline(
-            time.monotonic(), self._limits.response_timeout, self._clock.deadline,
+            time.monotonic(),
+            self._limits.response_timeout,
+            self._clock.deadline,
             RESPONSE_TIMEOUT,
         )
         return deadline, message == CASE_BUDGET_EXHAUSTED
@@ -304,9 +314,12 @@ class PipeSession:
         finally:
             self._close_pipes()
         self._record("exit", code=self._process.returncode)
-        self._record("stderr", tail=self._reader.stderr_tail(),
-                     stdout_bytes=self._reader.stdout_bytes,
-                     stderr_bytes=self._reader.stderr_bytes)
+        self._record(
+            "stderr",
+            tail=self._reader.stderr_tail(),
+            stdout_bytes=self._reader.stdout_bytes,
+            stderr_bytes=self._reader.stderr_bytes,
+        )
 
     def _collect_leftovers(self) -> None:
         """Read what is already in the pipes (for the stderr tail); limits no longer matter."""
@@ -329,8 +342,9 @@ class PipeSession:
             self._pidfd = None
 
 
-def _wait(readable: Collection[int], writable: int | None,
-          timeout: float) -> tuple[list[int], bool]:
+def _wait(
+    readable: Collection[int], writable: int | None, timeout: float
+) -> tuple[list[int], bool]:
     """Wait up to ``timeout`` seconds for input on ``readable`` (end of file and errors count as
     input, so the reader sees them) or room on ``writable``; return the ready ones."""
     poller = select.poll()
@@ -385,22 +399,30 @@ class LocalCaseRun:
             raise RuntimeError("case is closed")
         index = len(self.sessions)
         if time.monotonic() >= self.clock.deadline:
-            self.transcript.add("fault", index, self.clock.elapsed(),
-                                message=CASE_BUDGET_EXHAUSTED, kind="agent")
+            self.transcript.add(
+                "fault", index, self.clock.elapsed(), message=CASE_BUDGET_EXHAUSTED, kind="agent"
+            )
             raise AgentFault(CASE_BUDGET_EXHAUSTED)
         argv = self._backend.expand(self.state_dir)
         self.transcript.add("start", index, self.clock.elapsed(), argv=argv)
         try:
             process = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                bufsize=0, cwd=self._backend.snapshot_dir, env=self._backend.environment(),
-                start_new_session=True, close_fds=True,
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                cwd=self._backend.snapshot_dir,
+                env=self._backend.environment(),
+                start_new_session=True,
+                close_fds=True,
             )
         except (OSError, ValueError) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else error
             message = f"could not start candidate command {argv[0]!r}: {reason}"
-            self.transcript.add("fault", index, self.clock.elapsed(), message=message,
-                                kind="environment")
+            self.transcript.add(
+                "fault", index, self.clock.elapsed(), message=message, kind="environment"
+            )
             raise EnvironmentFailure(message) from None
         session = PipeSession(process, self._backend.limits, self.clock, self.transcript, index)
         self.sessions.append(session)
@@ -432,8 +454,9 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, snapshot_dir: Path, command: list[str], limits: Limits,
-                 work_root: Path) -> None:
+    def __init__(
+        self, snapshot_dir: Path, command: list[str], limits: Limits, work_root: Path
+    ) -> None:
         if not command:
             raise ValueError("the candidate command template is empty")
         self.snapshot_dir = snapshot_dir.resolve()
@@ -468,9 +491,12 @@ class LocalBackend:
         self._cases += 1
         try:
             self.work_root.mkdir(parents=True, exist_ok=True)
-            state_dir = Path(tempfile.mkdtemp(
-                prefix=f"state-{self._cases}-{_folder_name(label)}-", dir=self.work_root,
-            ))
+            state_dir = Path(
+                tempfile.mkdtemp(
+                    prefix=f"state-{self._cases}-{_folder_name(label)}-",
+                    dir=self.work_root,
+                )
+            )
             state_dir.chmod(0o700)
         except OSError as error:
             raise EnvironmentFailure(

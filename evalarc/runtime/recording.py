@@ -56,8 +56,9 @@ def write_recording(transcript: Transcript, directory: Path) -> str:
     return sha256
 
 
-def read_recording(directory: Path, sha256: str,
-                   max_bytes: int = MAX_RECORDING_BYTES) -> Transcript:
+def read_recording(
+    directory: Path, sha256: str, max_bytes: int = MAX_RECORDING_BYTES
+) -> Transcript:
     """Load the recording named ``sha256``, proving its bytes hash to its name.
 
     Raises InputError when it is missing, not a regular file (symlinks are refused), larger than
@@ -231,8 +232,10 @@ def load_index(path: Path) -> RecordingIndex:
 
 def save_index(index: RecordingIndex, path: Path) -> None:
     """Write the index atomically with sorted keys, one field per line (readable diffs)."""
-    text = json.dumps(index.to_json(), indent=2, sort_keys=True, ensure_ascii=True,
-                      allow_nan=False) + "\n"
+    text = (
+        json.dumps(index.to_json(), indent=2, sort_keys=True, ensure_ascii=True, allow_nan=False)
+        + "\n"
+    )
     _write_atomic(path, text.encode("ascii"))
 
 

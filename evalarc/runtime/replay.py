@@ -89,9 +89,7 @@ class MissingRecordings(InputError):
         shown = ", ".join(labels[:MISSING_SHOWN])
         more = f" and {len(labels) - MISSING_SHOWN} more" if len(labels) > MISSING_SHOWN else ""
         detail = f" ({reason})" if reason else ""
-        super().__init__(
-            f"{len(labels)} recording(s) missing from {where}{detail}: {shown}{more}"
-        )
+        super().__init__(f"{len(labels)} recording(s) missing from {where}{detail}: {shown}{more}")
         self.labels = list(labels)
         self.reason = reason
 
@@ -257,8 +255,11 @@ def _store_index(value: dict[str, Any], origin: Path) -> tuple[RecordingIndex, l
     runtimes = value.get("runtimes")
     runs = value.get("runs")
     bundles = value.get("bundles")
-    if not isinstance(runtimes, dict) or not isinstance(runs, list) or \
-            not isinstance(bundles, list):
+    if (
+        not isinstance(runtimes, dict)
+        or not isinstance(runs, list)
+        or not isinstance(bundles, list)
+    ):
         raise InputError(f"recording store {origin}: needs runtimes, runs and bundles")
     index = RecordingIndex()
     for name, runtime in runtimes.items():
@@ -272,25 +273,37 @@ def _store_index(value: dict[str, Any], origin: Path) -> tuple[RecordingIndex, l
                 raise TypeError("cases must be an object")
             for label, recording in cases.items():
                 seed, case_id = split_label(label)
-                key = RunKey(run["candidate_sha256"], run["pack"], run["grader_sha256"], seed,
-                             case_id, run["runtime_sha256"])
+                key = RunKey(
+                    run["candidate_sha256"],
+                    run["pack"],
+                    run["grader_sha256"],
+                    seed,
+                    case_id,
+                    run["runtime_sha256"],
+                )
                 if key.runtime_sha256 not in index.runtimes:
                     raise ValueError("its runtime is not listed")
                 index.add(key, recording)
         except (KeyError, TypeError, ValueError) as error:
-            raise InputError(f"recording store {origin}: run {position} is invalid ({error})") \
-                from None
+            raise InputError(
+                f"recording store {origin}: run {position} is invalid ({error})"
+            ) from None
     parsed: list[_Bundle] = []
     for position, bundle in enumerate(bundles):
-        if not isinstance(bundle, dict) or not isinstance(bundle.get("file"), str) or \
-                not _BUNDLE_NAME.fullmatch(bundle["file"]) or not is_sha256(bundle.get("sha256")):
+        if (
+            not isinstance(bundle, dict)
+            or not isinstance(bundle.get("file"), str)
+            or not _BUNDLE_NAME.fullmatch(bundle["file"])
+            or not is_sha256(bundle.get("sha256"))
+        ):
             raise InputError(f"recording store {origin}: bundle {position} is invalid")
         parsed.append(_Bundle(bundle["file"], bundle["sha256"]))
     return index, parsed
 
 
-def _bundle_fetcher(source: BlobSource, bundles: list[_Bundle],
-                    origin: Path) -> Callable[[str], bytes | None]:
+def _bundle_fetcher(
+    source: BlobSource, bundles: list[_Bundle], origin: Path
+) -> Callable[[str], bytes | None]:
     loaded: dict[str, bytes] = {}
     opened = False
 
@@ -334,7 +347,7 @@ def parse_bundle(content: bytes, where: str) -> dict[str, bytes]:
         name = header.group(1).decode("ascii")
         size = int(header.group(2))
         start = header.end()
-        body = content[start:start + size]
+        body = content[start : start + size]
         if len(body) != size:
             raise InputError(f"recording bundle {where}: entry {name[:16]} is truncated")
         if sha256_bytes(body) != name:
@@ -374,8 +387,9 @@ class StoredRun:
     """What the run was (e.g. ``python reference``), shown in the index for readers."""
 
 
-def write_store(folder: Path, runs: Sequence[StoredRun],
-                bundles: Mapping[str, Mapping[str, bytes]]) -> int:
+def write_store(
+    folder: Path, runs: Sequence[StoredRun], bundles: Mapping[str, Mapping[str, bytes]]
+) -> int:
     """Write an ``evalarc.recording-store.v1`` folder (which must not exist): each bundle name
     (``<name>.jsonl.zst``) -> recordings by SHA-256, and the index of ``runs``. Every recording a
     run names must be in some bundle. Returns the total bytes written."""
@@ -392,14 +406,16 @@ def write_store(folder: Path, runs: Sequence[StoredRun],
         missing = sorted(set(run.cases.values()) - stored)
         if missing:
             raise ValueError(f"run {run.label}: recordings {missing[:3]} are in no bundle")
-        index_runs.append({
-            "label": run.label,
-            "pack": run.pack,
-            "candidate_sha256": run.candidate_sha256,
-            "grader_sha256": run.grader_sha256,
-            "runtime_sha256": runtime_sha256,
-            "cases": dict(run.cases),
-        })
+        index_runs.append(
+            {
+                "label": run.label,
+                "pack": run.pack,
+                "candidate_sha256": run.candidate_sha256,
+                "grader_sha256": run.grader_sha256,
+                "runtime_sha256": runtime_sha256,
+                "cases": dict(run.cases),
+            }
+        )
     compressor = zstandard.ZstdCompressor(level=19, write_checksum=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     total = 0
@@ -452,12 +468,22 @@ class RuntimeRequest:
         return {"command": list(self.command), **self.limits.to_json()}
 
 
-def select_runtime(store: RecordingStore, candidate_sha256: str, pack: str,
-                   request: RuntimeRequest, labels: Sequence[str]) -> str:
+def select_runtime(
+    store: RecordingStore,
+    candidate_sha256: str,
+    pack: str,
+    request: RuntimeRequest,
+    labels: Sequence[str],
+) -> str:
     """The fingerprint of the one recorded runtime of this candidate and pack that matches the
     request; MissingRecordings (naming every case) when none does, UsageError when several do."""
-    recorded = sorted({key.runtime_sha256 for key in store.index.entries
-                       if key.candidate_sha256 == candidate_sha256 and key.pack == pack})
+    recorded = sorted(
+        {
+            key.runtime_sha256
+            for key in store.index.entries
+            if key.candidate_sha256 == candidate_sha256 and key.pack == pack
+        }
+    )
     wanted = request.wanted()
     matching: list[str] = []
     closest = ""
@@ -465,18 +491,26 @@ def select_runtime(store: RecordingStore, candidate_sha256: str, pack: str,
         runtime = store.index.runtimes.get(name)
         if runtime is None:
             continue
-        differences = [field_name for field_name in RUNTIME_SELECTORS
-                       if runtime.get(field_name) != wanted[field_name]]
+        differences = [
+            field_name
+            for field_name in RUNTIME_SELECTORS
+            if runtime.get(field_name) != wanted[field_name]
+        ]
         if request.image is not None and runtime.get("image") != request.image:
             differences.append("image")
         if request.backend is not None and runtime.get("backend") != request.backend:
             differences.append("backend")
         if differences:
             field_name = differences[0]
-            shown = request.image if field_name == "image" else (
-                request.backend if field_name == "backend" else wanted[field_name])
-            closest = (f"the recordings have {field_name} {json.dumps(runtime.get(field_name))},"
-                       f" the options ask for {json.dumps(shown)}")
+            shown = (
+                request.image
+                if field_name == "image"
+                else (request.backend if field_name == "backend" else wanted[field_name])
+            )
+            closest = (
+                f"the recordings have {field_name} {json.dumps(runtime.get(field_name))},"
+                f" the options ask for {json.dumps(shown)}"
+            )
             continue
         matching.append(name)
     if not matching:
@@ -557,8 +591,11 @@ class ReplaySession:
                 return parse_response(data)
             except AgentFault as fault:
                 recorded_fault = self._case.peek()
-                if recorded_fault is None or not _is(recorded_fault, "fault", self.index) or \
-                        recorded_fault.get("message") != fault.message:
+                if (
+                    recorded_fault is None
+                    or not _is(recorded_fault, "fault", self.index)
+                    or recorded_fault.get("message") != fault.message
+                ):
                     self._case.diverge(
                         f"today's protocol code rejects response {self._requests} "
                         f"({fault.message}) but the recording does not"
@@ -604,8 +641,7 @@ class ReplaySession:
             self._case.take(self.index, "kill", "the kill")
         if _is(self._case.peek(), "exit", self.index):
             code = self._case.take(self.index, "exit", "the exit").get("code")
-            self._exit_code = code if isinstance(code, int) and not isinstance(code, bool) \
-                else None
+            self._exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
         elif exit_required:
             self._case.diverge(
                 f"session {self.index} ends here, but the recording has "
@@ -625,8 +661,9 @@ class ReplaySession:
 class ReplayCaseRun:
     """One recorded case: its events, a cursor, and the replay's own transcript."""
 
-    def __init__(self, backend: ReplayBackend, label: str, recording: str,
-                 events: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, backend: ReplayBackend, label: str, recording: str, events: list[dict[str, Any]]
+    ) -> None:
         self.backend = backend
         self.limits = backend.limits
         self.label = label
@@ -667,10 +704,16 @@ class ReplayCaseRun:
             self.diverged = True
             self.backend.divergences.append(Divergence(self.label, self.recording, message))
             last = self.transcript.events[-1]["t"] if self.transcript.events else 0.0
-            self.transcript.add("fault", max(len(self.sessions) - 1, 0), float(last),
-                                message=f"replay divergence: {message}", kind="environment")
-        raise EnvironmentFailure(f"replay divergence from recording {self.recording[:12]}: "
-                                 f"{message}")
+            self.transcript.add(
+                "fault",
+                max(len(self.sessions) - 1, 0),
+                float(last),
+                message=f"replay divergence: {message}",
+                kind="environment",
+            )
+        raise EnvironmentFailure(
+            f"replay divergence from recording {self.recording[:12]}: {message}"
+        )
 
     # -- CaseRun ------------------------------------------------------------------------------
 
@@ -715,16 +758,21 @@ class ReplayCaseRun:
                 session.kill()
         leftover = self.peek()
         recorded_session = leftover.get("session") if leftover is not None else None
-        if leftover is not None and self._cursor == len(self._events) - 1 and \
-                isinstance(recorded_session, int) and _is(leftover, "fault", recorded_session) and \
-                leftover.get("kind") == "environment" and \
-                str(leftover.get("message", "")).startswith(CLEANUP_FAILED):
+        if (
+            leftover is not None
+            and self._cursor == len(self._events) - 1
+            and isinstance(recorded_session, int)
+            and _is(leftover, "fault", recorded_session)
+            and leftover.get("kind") == "environment"
+            and str(leftover.get("message", "")).startswith(CLEANUP_FAILED)
+        ):
             # The live run could not clean the case up (the engine had gone, say).
             fault = self.take(recorded_session, "fault", "the cleanup")
             raise EnvironmentFailure(str(fault["message"]))
         if leftover is not None:
-            self.diverge(f"the grader finished but the recording continues with "
-                         f"{_describe(leftover)}")
+            self.diverge(
+                f"the grader finished but the recording continues with {_describe(leftover)}"
+            )
 
 
 class ReplayBackend:
@@ -732,8 +780,16 @@ class ReplayBackend:
 
     name = "replay"
 
-    def __init__(self, store: RecordingStore, *, candidate_sha256: str, pack: str,
-                 grader_sha256: str, runtime_sha256: str, limits: Limits) -> None:
+    def __init__(
+        self,
+        store: RecordingStore,
+        *,
+        candidate_sha256: str,
+        pack: str,
+        grader_sha256: str,
+        runtime_sha256: str,
+        limits: Limits,
+    ) -> None:
         self.store = store
         self.candidate_sha256 = candidate_sha256
         self.pack = pack
@@ -760,8 +816,9 @@ class ReplayBackend:
 
     def key(self, label: str) -> RunKey:
         seed, case_id = split_label(label)
-        return RunKey(self.candidate_sha256, self.pack, self.grader_sha256, seed, case_id,
-                      self.runtime_sha256)
+        return RunKey(
+            self.candidate_sha256, self.pack, self.grader_sha256, seed, case_id, self.runtime_sha256
+        )
 
     def require(self, labels: Iterable[str]) -> None:
         """Check before anything runs that every case has a readable, intact recording;
@@ -798,14 +855,25 @@ class ReplayBackend:
             run.close()
 
 
-def make_replay_backend(store: RecordingStore, *, candidate_sha256: str, pack: str,
-                        grader_sha256: str, request: RuntimeRequest,
-                        labels: Sequence[str]) -> ReplayBackend:
+def make_replay_backend(
+    store: RecordingStore,
+    *,
+    candidate_sha256: str,
+    pack: str,
+    grader_sha256: str,
+    request: RuntimeRequest,
+    labels: Sequence[str],
+) -> ReplayBackend:
     """Choose the recorded runtime, check that every case is recorded, build the backend."""
     runtime_sha256 = select_runtime(store, candidate_sha256, pack, request, labels)
-    backend = ReplayBackend(store, candidate_sha256=candidate_sha256, pack=pack,
-                            grader_sha256=grader_sha256, runtime_sha256=runtime_sha256,
-                            limits=request.limits)
+    backend = ReplayBackend(
+        store,
+        candidate_sha256=candidate_sha256,
+        pack=pack,
+        grader_sha256=grader_sha256,
+        runtime_sha256=runtime_sha256,
+        limits=request.limits,
+    )
     backend.require(labels)
     return backend
 

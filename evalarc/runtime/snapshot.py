@@ -61,9 +61,11 @@ def normalised_mode(source_mode: int) -> int:
 def file_digest_record(relative_path: bytes, mode: int, content: bytes) -> bytes:
     """The bytes one file contributes to the snapshot digest, in the spec's framing."""
     return (
-        len(relative_path).to_bytes(8, "big") + relative_path
+        len(relative_path).to_bytes(8, "big")
+        + relative_path
         + mode.to_bytes(2, "big")
-        + len(content).to_bytes(8, "big") + content
+        + len(content).to_bytes(8, "big")
+        + content
     )
 
 
@@ -113,9 +115,7 @@ def _collect(source: Path, label: Path) -> list[_Entry]:
             elif child.is_file(follow_symlinks=False):
                 entries.append(_Entry(relative, Path(child.path)))
                 if len(entries) > MAX_SNAPSHOT_FILES:
-                    raise InputError(
-                        f"candidate {label}: more than {MAX_SNAPSHOT_FILES} files"
-                    )
+                    raise InputError(f"candidate {label}: more than {MAX_SNAPSHOT_FILES} files")
             else:
                 raise InputError(f"candidate {label}: special files are unsupported ({shown})")
     entries.sort(key=lambda entry: entry.relative)
@@ -169,8 +169,14 @@ def _copy(entries: list[_Entry], label: Path, dest: Path, default_command: list[
                 f"candidate {label}: no {DEFAULT_ENTRY} and no {MANIFEST_NAME} command manifest"
             )
         command = list(default_command)
-    return Snapshot(path=dest, sha256=digest.hexdigest(), files=len(entries), bytes=total,
-                    command=command, manifest=manifest.is_file())
+    return Snapshot(
+        path=dest,
+        sha256=digest.hexdigest(),
+        files=len(entries),
+        bytes=total,
+        command=command,
+        manifest=manifest.is_file(),
+    )
 
 
 def parse_manifest(data: bytes, label: Path) -> list[str]:

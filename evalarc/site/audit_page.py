@@ -131,7 +131,8 @@ def build_audit_page(audit: Mapping[str, Any]) -> AuditPage:
         kind="positive control",
         score=_score(reference["score"]),
         outcome={"PASS": "resolved", "FAIL": "not resolved"}.get(
-            reference_status(audit), "unassessed"),
+            reference_status(audit), "unassessed"
+        ),
         tone="ok" if audit["reference_passed"] else "bad",
         margin="—",
         detectors="—",
@@ -139,12 +140,15 @@ def build_audit_page(audit: Mapping[str, Any]) -> AuditPage:
         evaluation=f"{EVALUATIONS_DIR}/reference.json",
     )
     cards = [
-        Card(_score(audit["mutation_score"]), "mutation score",
-             alert=audit["mutation_score"] != 1),
-        Card(f"{audit['killed']}/{total}", "declared faults detected",
-             alert=audit["killed"] != total),
-        Card("unavailable" if weakest is None else str(weakest), "weakest margin (cases)",
-             alert=weakest is None or weakest <= 1),
+        Card(_score(audit["mutation_score"]), "mutation score", alert=audit["mutation_score"] != 1),
+        Card(
+            f"{audit['killed']}/{total}", "declared faults detected", alert=audit["killed"] != total
+        ),
+        Card(
+            "unavailable" if weakest is None else str(weakest),
+            "weakest margin (cases)",
+            alert=weakest is None or weakest <= 1,
+        ),
         Card(f"{len(single)}/{total}", "faults caught by a single case", alert=bool(single)),
     ]
     task = audit["task"]
@@ -154,15 +158,16 @@ def build_audit_page(audit: Mapping[str, Any]) -> AuditPage:
         tone=tone,
         banner=banner,
         detail=detail,
-        line=(f"{task['id']} · v{task['version']} · {audit['language']} reference · seeds "
-              + " ".join(str(seed) for seed in audit["seeds"])),
+        line=(
+            f"{task['id']} · v{task['version']} · {audit['language']} reference · seeds "
+            + " ".join(str(seed) for seed in audit["seeds"])
+        ),
         cards=cards,
         controls=[reference_row, *(_fault_row(row) for row in audit["mutants"])],
         narrow_faults=single,
         sole_detectors=list(detection["sole_detector_cases"]),
         reduced_suite=(
-            "Reduced suite: the controls ran without " + ", ".join(without) + "."
-            if without else ""
+            "Reduced suite: the controls ran without " + ", ".join(without) + "." if without else ""
         ),
         interpretation=str(audit["interpretation"]),
         reproduction=[

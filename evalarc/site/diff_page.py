@@ -190,8 +190,14 @@ def build_diff_page(report: dict[str, Any], *, html_rows: int = MAX_ROWS) -> Dif
         )
     more_rows = table_island(
         [
-            [(row.label, f"badge {row.tone}"), (row.case_id, "code"), row.check, row.baseline,
-             row.current, row.evidence]
+            [
+                (row.label, f"badge {row.tone}"),
+                (row.case_id, "code"),
+                row.check,
+                row.baseline,
+                row.current,
+                row.evidence,
+            ]
             for row in rows[html_rows:]
         ]
     )

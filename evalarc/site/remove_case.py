@@ -71,8 +71,9 @@ def recompute_without(audit: Mapping[str, Any], removed: Sequence[str]) -> dict[
     run of the cases ``removed`` left out."""
     leave_out = frozenset(removed)
     faults = [
-        FaultRun(str(row["name"]), str(row["target_dimension"]),
-                 _without(row["evaluation"], leave_out))
+        FaultRun(
+            str(row["name"]), str(row["target_dimension"]), _without(row["evaluation"], leave_out)
+        )
         for row in audit["mutants"]
     ]
     context = AuditContext(

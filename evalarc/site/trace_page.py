@@ -211,7 +211,7 @@ def _field_changes(changes: object) -> list[FieldChange]:
                 continue
             detail = ""
             if isinstance(old, list) and isinstance(new, list) and new[: len(old)] == old:
-                added = new[len(old):]
+                added = new[len(old) :]
                 detail = f"+{len(added)} appended: " + "; ".join(
                     item if isinstance(item, str) else show(item) for item in added
                 )
@@ -246,8 +246,13 @@ class _Retry:
     """A new idempotency key after a committed write, and this call wrote again."""
 
 
-def _retry(pending: _Pending | None, tool: object, arguments: Mapping[str, Any],
-           ticket: str | None, changed: bool) -> _Retry | None:
+def _retry(
+    pending: _Pending | None,
+    tool: object,
+    arguments: Mapping[str, Any],
+    ticket: str | None,
+    changed: bool,
+) -> _Retry | None:
     if pending is None or tool != pending.tool or ticket != pending.ticket:
         return None
     shown = pending.step + 1
@@ -255,37 +260,91 @@ def _retry(pending: _Pending | None, tool: object, arguments: Mapping[str, Any],
         return _Retry(f"Retry of step {shown} (same tool on the same ticket).", False)
     key, old = arguments.get("request_id"), pending.request_id
     if key == old:
-        return _Retry(f"Retry of step {shown} with the same idempotency key {show(key)}: the "
-                      "service recognises the request and replays its receipt instead of "
-                      "writing again.", False)
-    text = (f"Retry of step {shown} with a new idempotency key {show(key)} (step {shown} sent "
-            f"{show(old)}): the service sees a new request.")
+        return _Retry(
+            f"Retry of step {shown} with the same idempotency key {show(key)}: the "
+            "service recognises the request and replays its receipt instead of "
+            "writing again.",
+            False,
+        )
+    text = (
+        f"Retry of step {shown} with a new idempotency key {show(key)} (step {shown} sent "
+        f"{show(old)}): the service sees a new request."
+    )
     if pending.committed and changed:
-        return _Retry(text + f" Step {shown} had already written, so this writes a second "
-                      "time.", True)
+        return _Retry(
+            text + f" Step {shown} had already written, so this writes a second time.", True
+        )
     return _Retry(text, False)
 
 
-def _support_step(index: int, total: int, entry: Mapping[str, Any],
-                  pending: _Pending | None) -> tuple[SupportStep, _Pending | None]:
+def _support_step(
+    index: int, total: int, entry: Mapping[str, Any], pending: _Pending | None
+) -> tuple[SupportStep, _Pending | None]:
     kind = str(entry.get("type", "unknown"))
     action = entry.get("action")
     label = f"Step {index + 1} of {total}"
-    empty = SupportStep(index, label, f"{index + 1}", kind, kind.replace("_", " "), kind, "bad",
-                        [], "", "", "", "", "", [], "", "", False)
+    empty = SupportStep(
+        index,
+        label,
+        f"{index + 1}",
+        kind,
+        kind.replace("_", " "),
+        kind,
+        "bad",
+        [],
+        "",
+        "",
+        "",
+        "",
+        "",
+        [],
+        "",
+        "",
+        False,
+    )
     if kind == "finish":
         message = action.get("message") if isinstance(action, Mapping) else None
         text = f"“{message}”" if isinstance(message, str) else "none"
         step = SupportStep(
-            index, label, f"{index + 1} finish", kind, "finish", "finish", "ok",
-            [Fact("action", show(action))], "", "", "", "", "", [], "", text, True,
+            index,
+            label,
+            f"{index + 1} finish",
+            kind,
+            "finish",
+            "finish",
+            "ok",
+            [Fact("action", show(action))],
+            "",
+            "",
+            "",
+            "",
+            "",
+            [],
+            "",
+            text,
+            True,
         )
         return step, None
     if kind in ("agent_error", "environment_error"):
         words = "agent error" if kind == "agent_error" else "environment error"
         step = SupportStep(
-            index, label, f"{index + 1} {words}", kind, words, words, "bad", [], "", "", "", "",
-            "", [], "", str(entry.get("error", "")), False,
+            index,
+            label,
+            f"{index + 1} {words}",
+            kind,
+            words,
+            words,
+            "bad",
+            [],
+            "",
+            "",
+            "",
+            "",
+            "",
+            [],
+            "",
+            str(entry.get("error", "")),
+            False,
         )
         return step, None
     if kind != "tool_call" or not isinstance(action, Mapping):
@@ -295,8 +354,10 @@ def _support_step(index: int, total: int, entry: Mapping[str, Any],
     arguments: Mapping[str, Any] = raw_arguments if isinstance(raw_arguments, Mapping) else {}
     ticket = _ticket_id(action)
     facts = [
-        Fact("request_id (idempotency key)" if name == "request_id" else str(name),
-             value if isinstance(value, str) else show(value))
+        Fact(
+            "request_id (idempotency key)" if name == "request_id" else str(name),
+            value if isinstance(value, str) else show(value),
+        )
         for name, value in arguments.items()
     ]
     if not isinstance(raw_arguments, Mapping):
@@ -313,11 +374,14 @@ def _support_step(index: int, total: int, entry: Mapping[str, Any],
         code = details.get("code") if isinstance(details, Mapping) else None
         retryable = isinstance(details, Mapping) and details.get("retryable") is True
         error = f"{code if isinstance(code, str) else show(details)} · " + (
-            "retryable" if retryable else "not retryable")
+            "retryable" if retryable else "not retryable"
+        )
         if source == "injected":
             outcome, tone = "injected error", "warn"
-            error_source = ("Injected by the scenario: a transient failure the policy is "
-                            "expected to recover from.")
+            error_source = (
+                "Injected by the scenario: a transient failure the policy is "
+                "expected to recover from."
+            )
         elif source == "tool_validation":
             outcome, tone = "validation error", "bad"
             error_source = "Rejected by the tool's own validation."
@@ -332,13 +396,17 @@ def _support_step(index: int, total: int, entry: Mapping[str, Any],
     if retry is not None and retry.duplicate:
         outcome, tone = "ok · duplicate write", "bad"
     if changes and entry.get("status") == "tool_error":
-        change_note = ("The call reported an error, yet the state changed: the write was "
-                       "committed before the failure was returned.")
+        change_note = (
+            "The call reported an error, yet the state changed: the write was "
+            "committed before the failure was returned."
+        )
     elif changes:
         change_note = ""
     elif result_map.get("replayed") is True:
-        change_note = ("No state change in this step: the service replayed the receipt of the "
-                       "earlier call with this key.")
+        change_note = (
+            "No state change in this step: the service replayed the receipt of the "
+            "earlier call with this key."
+        )
     else:
         change_note = "No state change in this step."
     key = arguments.get("request_id")
@@ -364,7 +432,8 @@ def _support_step(index: int, total: int, entry: Mapping[str, Any],
     )
     following = (
         _Pending(index, tool, ticket, arguments.get("request_id"), bool(changes))
-        if entry.get("status") == "tool_error" and retryable else None
+        if entry.get("status") == "tool_error" and retryable
+        else None
     )
     return step, following
 
@@ -377,8 +446,9 @@ def _state_rows(initial: object, final: object) -> list[StateRow]:
     for ticket in tickets:
         before, after = first.get(ticket), last.get(ticket)
         if not isinstance(before, Mapping) or not isinstance(after, Mapping):
-            rows.append(StateRow(str(ticket), "(ticket)", show(before), show(after),
-                                 before != after))
+            rows.append(
+                StateRow(str(ticket), "(ticket)", show(before), show(after), before != after)
+            )
             continue
         names = [*before.keys(), *(name for name in after if name not in before)]
         for name in names:
@@ -484,8 +554,7 @@ def _decoded(line: object) -> tuple[str, Any, bool]:
 
 def _ending(events: list[Mapping[str, Any]], after_failure: bool) -> tuple[str, str]:
     kinds = [str(event.get("event")) for event in events]
-    exit_code = next((event.get("code") for event in events if event.get("event") == "exit"),
-                     None)
+    exit_code = next((event.get("code") for event in events if event.get("event") == "exit"), None)
     code = "" if exit_code is None else f"; exit code {exit_code}"
     fault = next((event for event in events if event.get("event") == "fault"), None)
     if fault is not None:
@@ -509,8 +578,11 @@ class _TranscriptReader:
         self.status = case.get("status")
         completed = case.get("checks_completed")
         self.matched = completed if isinstance(completed, int) else None
-        self.failing = (self.matched + 1) if self.matched is not None and self.status in (
-            "failed", "agent_error") else None
+        self.failing = (
+            (self.matched + 1)
+            if self.matched is not None and self.status in ("failed", "agent_error")
+            else None
+        )
         self.oracle = rules.expected_response
         self.state: dict[str, Any] = {}
         self.number = 0
@@ -524,8 +596,11 @@ class _TranscriptReader:
         if number <= self.matched:
             return "matched", "ok"
         if number == self.failing:
-            return ("first mismatch", "bad") if self.status == "failed" else (
-                "no valid response", "bad")
+            return (
+                ("first mismatch", "bad")
+                if self.status == "failed"
+                else ("no valid response", "bad")
+            )
         return "not checked", "warn"
 
     def expected(self, request: Any, parsed: bool) -> tuple[Any, bool]:
@@ -539,8 +614,9 @@ class _TranscriptReader:
             self.oracle = None
             return None, False
 
-    def exchange(self, process: int, request: tuple[str, Any, bool],
-                 reply: str | None) -> Exchange | None:
+    def exchange(
+        self, process: int, request: tuple[str, Any, bool], reply: str | None
+    ) -> Exchange | None:
         self.number += 1
         number = self.number
         text, value, parsed = request
@@ -561,8 +637,9 @@ class _TranscriptReader:
         self.shown += 1
         return Exchange(number, text, response, outcome, tone)
 
-    def process(self, position: int, events: list[Mapping[str, Any]],
-                previous_end: str) -> ProcessRun:
+    def process(
+        self, position: int, events: list[Mapping[str, Any]], previous_end: str
+    ) -> ProcessRun:
         exchanges: list[Exchange] = []
         waiting: tuple[str, Any, bool] | None = None
         for event in events:
@@ -581,18 +658,21 @@ class _TranscriptReader:
         title = f"Process {position}"
         if previous_end:
             title += f" · restart after {previous_end}"
-        stderr = next((str(event.get("tail", "")) for event in events
-                       if event.get("event") == "stderr"), "")
+        stderr = next(
+            (str(event.get("tail", "")) for event in events if event.get("event") == "stderr"), ""
+        )
         return ProcessRun(title, exchanges, ending, tone, stderr)
 
-    def _kept(self, position: int, request: tuple[str, Any, bool],
-              reply: str | None) -> list[Exchange]:
+    def _kept(
+        self, position: int, request: tuple[str, Any, bool], reply: str | None
+    ) -> list[Exchange]:
         exchange = self.exchange(position, request, reply)
         return [] if exchange is None else [exchange]
 
 
-def build_transcript(case: Mapping[str, Any], events: Events | None, anchor: str,
-                     rules: PackRules | None = None) -> TranscriptView | None:
+def build_transcript(
+    case: Mapping[str, Any], events: Events | None, anchor: str, rules: PackRules | None = None
+) -> TranscriptView | None:
     """Requests and responses per process from a case's recording (None without one)."""
     if not events:
         return None
@@ -611,8 +691,12 @@ def build_transcript(case: Mapping[str, Any], events: Events | None, anchor: str
         previous_end = "a kill" if "kill" in kinds else "EOF"
     restarts = max(0, len(processes) - 1)
     kills = sum(1 for run in processes if run.ending.startswith("killed"))
-    parts = [_plural(len(processes), "process", "processes"), _plural(restarts, "restart"),
-             _plural(kills, "kill"), _plural(reader.number, "request")]
+    parts = [
+        _plural(len(processes), "process", "processes"),
+        _plural(restarts, "restart"),
+        _plural(kills, "kill"),
+        _plural(reader.number, "request"),
+    ]
     if reader.matched is not None:
         parts.append(f"{reader.matched} matched")
     if reader.mismatch is not None:
@@ -659,8 +743,7 @@ _MISSING = object()
 def _tolerance(rules: PackRules) -> str:
     if rules.absolute_tolerance is None or rules.relative_tolerance is None:
         return "within the pack's tolerance"
-    return (f"within {rules.absolute_tolerance:g} absolute or {rules.relative_tolerance:g} "
-            "relative")
+    return f"within {rules.absolute_tolerance:g} absolute or {rules.relative_tolerance:g} relative"
 
 
 def _rule(expected: object, rules: PackRules) -> str:
@@ -672,8 +755,11 @@ def _rule(expected: object, rules: PackRules) -> str:
         return _tolerance(rules)
     if isinstance(expected, str):
         return "exactly this text"
-    if isinstance(expected, list) and expected and all(
-            isinstance(item, float) for item in expected):
+    if (
+        isinstance(expected, list)
+        and expected
+        and all(isinstance(item, float) for item in expected)
+    ):
         return f"each of {len(expected)} components {_tolerance(rules)}"
     if isinstance(expected, list):
         return "exactly this list"
@@ -689,13 +775,20 @@ def _gap(actual: int | float, expected: float) -> float:
 
 def _difference(actual: object, expected: object) -> str:
     """``|actual - expected|`` where a tolerance applies (expected floats), else empty."""
-    if isinstance(expected, float) and isinstance(actual, int | float) \
-            and not isinstance(actual, bool):
+    if (
+        isinstance(expected, float)
+        and isinstance(actual, int | float)
+        and not isinstance(actual, bool)
+    ):
         gap = _gap(actual, expected)
         return f"{gap:.3g}" if math.isfinite(gap) else "not finite"
-    if (isinstance(expected, list) and isinstance(actual, list) and expected
-            and len(actual) == len(expected)
-            and all(isinstance(item, float) for item in expected)):
+    if (
+        isinstance(expected, list)
+        and isinstance(actual, list)
+        and expected
+        and len(actual) == len(expected)
+        and all(isinstance(item, float) for item in expected)
+    ):
         gaps: list[float] = []
         for value, target in zip(actual, expected, strict=True):
             if not isinstance(value, int | float) or isinstance(value, bool):
@@ -706,8 +799,9 @@ def _difference(actual: object, expected: object) -> str:
     return ""
 
 
-def build_robot_review(case: Mapping[str, Any], anchor: str,
-                       rules: PackRules | None = None) -> RobotReview | None:
+def build_robot_review(
+    case: Mapping[str, Any], anchor: str, rules: PackRules | None = None
+) -> RobotReview | None:
     """Each report field against its expected value and rule (None without an expected report)."""
     expected = case.get("expected")
     if not isinstance(expected, Mapping):
@@ -727,11 +821,14 @@ def build_robot_review(case: Mapping[str, Any], anchor: str,
     elif response is None:
         notes.append("No response was recorded: " + str(case.get("error") or "(no message)"))
     elif "envelope" in problems or no_report:
-        notes.append('The response is not an {"ok": true, "report": {...}} envelope, so every '
-                     "field fails.")
+        notes.append(
+            'The response is not an {"ok": true, "report": {...}} envelope, so every field fails.'
+        )
     elif status == "agent_error":
-        notes.append("The case failed outside the report, so every check is false: "
-                     + str(case.get("error") or "(no message)"))
+        notes.append(
+            "The case failed outside the report, so every check is false: "
+            + str(case.get("error") or "(no message)")
+        )
     if isinstance(response, Mapping) and isinstance(report, Mapping):
         extra = sorted(str(key) for key in report if key not in expected)
         missing = [str(key) for key in expected if key not in report]
@@ -751,20 +848,24 @@ def build_robot_review(case: Mapping[str, Any], anchor: str,
             verdict, tone = "does not match", "bad"
         else:
             verdict, tone = "matches", "ok"
-        fields.append(ReviewField(
-            name=str(name),
-            dimension=rules.field_dimensions.get(str(name), "—"),
-            expected=show(value),
-            actual="(missing)" if actual is _MISSING else show(actual),
-            rule=_rule(value, rules),
-            difference=("" if actual is _MISSING else _difference(actual, value)) or "—",
-            verdict=verdict,
-            tone=tone,
-        ))
+        fields.append(
+            ReviewField(
+                name=str(name),
+                dimension=rules.field_dimensions.get(str(name), "—"),
+                expected=show(value),
+                actual="(missing)" if actual is _MISSING else show(actual),
+                rule=_rule(value, rules),
+                difference=("" if actual is _MISSING else _difference(actual, value)) or "—",
+                verdict=verdict,
+                tone=tone,
+            )
+        )
     failed = sum(1 for item in fields if item.verdict == "does not match")
-    summary = (f"{len(fields)} report fields, {failed} outside their rule."
-               if status != "environment_error" and response is not None
-               else f"{len(fields)} report fields, none assessed.")
+    summary = (
+        f"{len(fields)} report fields, {failed} outside their rule."
+        if status != "environment_error" and response is not None
+        else f"{len(fields)} report fields, none assessed."
+    )
     return RobotReview(anchor, summary, _checks(case), fields, notes)
 
 
@@ -773,8 +874,13 @@ def build_robot_review(case: Mapping[str, Any], anchor: str,
 TraceView = SupportEpisode | TranscriptView | RobotReview
 
 
-def build_trace(task_id: str, case: Mapping[str, Any], events: Events | None, anchor: str,
-                rules: PackRules | None = None) -> TraceView | None:
+def build_trace(
+    task_id: str,
+    case: Mapping[str, Any],
+    events: Events | None,
+    anchor: str,
+    rules: PackRules | None = None,
+) -> TraceView | None:
     """The trace view of one case of a ``task_id`` evaluation, or None when nothing was kept.
 
     ``events`` are the case's recording events (``None`` when not available); ``anchor`` is the
