@@ -34,8 +34,9 @@ COMPARABLE_FIELDS: tuple[str, ...] = (
 
 
 def resolve_evaluation_path(path: Path) -> Path:
-    """An evaluation report folder stands for its ``evaluation.json``; other paths are kept."""
-    if path.is_dir() and not path.is_symlink():
+    """An evaluation report folder stands for its ``evaluation.json``; other paths (including a
+    folder without one, which the loader then refuses as a directory) are kept."""
+    if path.is_dir() and not path.is_symlink() and (path / REPORT_FILE).is_file():
         return path / REPORT_FILE
     return path
 

@@ -71,6 +71,8 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
     path = resolve_evaluation_path(path)
     if not path.exists():
         raise InputError(f"{path} does not exist")
+    if path.is_dir() and not path.is_symlink():
+        raise InputError(f"{path} is a directory, not a result file (or an evaluation folder)")
     if path.is_symlink() or not path.is_file():
         raise InputError(f"{path} is not a regular file")
     size = path.stat().st_size
