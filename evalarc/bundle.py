@@ -171,7 +171,14 @@ class EvidenceFolder:
                 f"evidence path '{relative}' leaves the folder {self.root.name}"
             )
         target = self.root.joinpath(*pure.parts)
-        _refuse_symlinks(target)
+        try:
+            os.fsencode(relative)  # a lone surrogate has no file name; os calls would raise
+            _refuse_symlinks(target)
+        except (OSError, UnicodeError) as error:  # also a name too long for the filesystem
+            detail = error.strerror if isinstance(error, OSError) else "not a file name"
+            raise VerificationError(
+                f"evidence path {relative[:80]!r} in {self.root.name} cannot be read: {detail}"
+            ) from None
         return target
 
     def exists(self, relative: str) -> bool:
@@ -228,6 +235,14 @@ def _refuse_symlinks(path: Path) -> None:
         if current.is_symlink():
             raise VerificationError(f"evidence contains a symlink: {current}")
         current = current.parent
+
+
+def recorded_object(value: object, *keys: str) -> dict[str, Any]:
+    """The object at ``keys`` inside a received report's JSON, or ``{}`` when any step is
+    missing or not an object (a tampered report must be refused, not crash the reader)."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, dict) else {}
 
 
 MAX_REPORT_JSON_BYTES = 64 * 1024 * 1024

@@ -20,6 +20,7 @@ from evalarc.bundle import (
     ReportKind,
     copy_verified,
     params_document,
+    recorded_object,
     staged_folder,
     write_json,
     write_text,
@@ -211,7 +212,7 @@ def recompute_health_folder(
     manifest = None
     if params.get("cases") is not None:
         manifest = load_manifest(folder.hash_file(str(params["cases"])))
-        recorded_source = (recorded.get("provenance") or {}).get("manifest") or {}
+        recorded_source = recorded_object(recorded, "provenance", "manifest")
         if isinstance(recorded_source.get("name"), str):
             manifest = manifest.with_source(Source(recorded_source["name"], manifest.source.sha256))
     return compute_health(

@@ -81,14 +81,10 @@ def evaluation_run(value: object, source: Source, threshold: float, name: str) -
     dimensions = reader.mapping("dimensions")
     weights: dict[str, float] = {}
     for dimension, group in dimensions.items():
-        weight = group.get("weight") if isinstance(group, dict) else None
-        if (
-            isinstance(weight, bool)
-            or not isinstance(weight, int | float)
-            or not math.isfinite(weight)
-        ):
+        weight = _finite_float(group.get("weight") if isinstance(group, dict) else None)
+        if weight is None:
             raise InputError(f"{name}: dimension {dimension!r} has no finite weight")
-        weights[str(dimension)] = float(weight)
+        weights[str(dimension)] = weight
     seeds = reader.field("seeds")
     if not isinstance(seeds, list) or not all(
         isinstance(seed, int) and not isinstance(seed, bool) for seed in seeds
@@ -103,8 +99,8 @@ def evaluation_run(value: object, source: Source, threshold: float, name: str) -
         cases[label] = checks
         samples[label] = [meta]
     score = value.get("score")
-    if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-        raise InputError(f"{name}: score must be a number or null")
+    if score is not None and _finite_float(score) is None:
+        raise InputError(f"{name}: score must be a finite number or null")
     identity: dict[str, Any] = {
         "task": task_ref,
         "grader_sha256": reader.text("grader_sha256"),
@@ -156,14 +152,9 @@ def _case(
         evidence = cut_evidence(error) if verdict is not True else None
         attempts[str(dimension)] = [Attempt(passed=verdict, value=verdict, evidence=evidence)]
     meta = SampleMeta()
-    duration = case.get("duration_seconds")
-    if (
-        isinstance(duration, int | float)
-        and not isinstance(duration, bool)
-        and math.isfinite(duration)
-        and duration >= 0
-    ):
-        meta.usage["duration_seconds"] = float(duration)
+    duration = _finite_float(case.get("duration_seconds"))
+    if duration is not None and duration >= 0:
+        meta.usage["duration_seconds"] = duration
     meta.verdicts = {str(k): v for k, v in checks.items()}
     return f"{seed}/{case_id}", attempts, meta
 
@@ -176,6 +167,18 @@ def incomparable_field(baseline: Run, current: Run) -> str | None:
         ):
             return field
     return None
+
+
+def _finite_float(value: object) -> float | None:
+    """``value`` as a finite float, or None for bools, non-numbers and integers beyond any
+    float (strict JSON has no NaN or Infinity, but it does have 1 followed by 400 zeros)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _text(value: object, name: str, field: str) -> str:

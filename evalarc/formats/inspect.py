@@ -502,6 +502,11 @@ def _usable_number(value: object) -> float | None:
     return value if isinstance(value, int) else number
 
 
+def _list(value: object) -> list[Any]:
+    """``value`` when it is a list, else empty (a field of the wrong type reads as absent)."""
+    return value if isinstance(value, list) else []
+
+
 def _text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -581,7 +586,7 @@ def headline_of(results: object) -> Headline | None:
     the first metric of the first group with metrics when there is no marker."""
     if not isinstance(results, dict):
         return None
-    groups = [group for group in results.get("scores") or [] if isinstance(group, dict)]
+    groups = [group for group in _list(results.get("scores")) if isinstance(group, dict)]
     marker = results.get("headline")
     for group in groups:
         metrics = group.get("metrics")
@@ -589,7 +594,12 @@ def headline_of(results: object) -> Headline | None:
             continue
         group_name = group.get("name")
         if isinstance(marker, dict):
-            if group_name != marker.get("score") or marker.get("metric") not in metrics:
+            metric_key = marker.get("metric")
+            if (
+                group_name != marker.get("score")
+                or not isinstance(metric_key, str)
+                or metric_key not in metrics
+            ):
                 continue
             metric_name = marker["metric"]
         else:
@@ -620,7 +630,7 @@ def graders_of(eval_spec: JSONObject) -> Graders:
     role_grader = _role_grader(eval_spec.get("model_roles"))
     graders = Graders(subject_models=subjects)
     grader_models: set[str] = set()
-    for scorer in eval_spec.get("scorers") or []:
+    for scorer in _list(eval_spec.get("scorers")):
         if not isinstance(scorer, dict) or not isinstance(scorer.get("name"), str):
             continue
         name: str = scorer["name"]

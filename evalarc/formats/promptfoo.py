@@ -350,7 +350,10 @@ def _finite(value: object) -> float | None:
     """The number itself when it is a finite int/float (never a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return value if math.isfinite(value) else None
+    try:
+        return value if math.isfinite(value) else None
+    except OverflowError:  # an integer beyond any float (JSON allows 1e400 written as digits)
+        return None
 
 
 def _usage_number(value: object) -> float | None:
