@@ -200,6 +200,10 @@ def _number(params: dict[str, Any], key: str) -> float:
     value = params.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise VerificationError(f"{PARAMS_FILE} has no numeric {key}")
+    try:
+        float(value)
+    except OverflowError:  # an integer written with hundreds of digits
+        raise VerificationError(f"{PARAMS_FILE} has a {key} beyond any number") from None
     return float(value) if isinstance(value, float) else value
 
 

@@ -160,6 +160,10 @@ def _optional_number(params: dict[str, Any], key: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise VerificationError(f"{PARAMS_FILE} has a non-numeric {key}")
+    try:
+        float(value)
+    except OverflowError:  # an integer written with hundreds of digits
+        raise VerificationError(f"{PARAMS_FILE} has a {key} beyond any number") from None
     return value
 
 

@@ -322,7 +322,9 @@ def mutated(draw: st.DrawFn, seed: Any) -> Any:
             owner = document
             for step in parents:
                 owner = owner[step]
-            owner[last] = draw(st.one_of(st.sampled_from(WRONG_VALUES), JSON_VALUES))
+            owner[last] = draw(
+                st.one_of(st.sampled_from(WRONG_VALUES).map(copy.deepcopy), JSON_VALUES)
+            )
         else:
             document = _mutate_node(draw, document, 0)
     return document
@@ -860,8 +862,23 @@ def test_evaluation_integers_beyond_floats(scratch: Path) -> None:
         ("health", "health.json", ("provenance",), 5),  # AttributeError
         ("diff", "params.json", ("inputs", 0, "file"), "\ud800"),  # UnicodeEncodeError
         ("diff", "params.json", ("inputs", 0, "file"), "x" * 300),  # OSError: name too long
+        # OverflowError: int too large to convert to float (options recorded as 400 digits)
+        ("diff", "params.json", ("threshold",), 10**400),
+        ("health", "params.json", ("saturation",), 10**400),
+        ("health", "params.json", ("plan_attempts",), 10**400),
+        ("trajectory", "params.json", ("budget_seconds",), 10**400),
     ],
-    ids=["generalization", "harness", "provenance", "surrogate-path", "long-path"],
+    ids=[
+        "generalization",
+        "harness",
+        "provenance",
+        "surrogate-path",
+        "long-path",
+        "diff-threshold",
+        "health-saturation",
+        "health-plan",
+        "budget",
+    ],
 )
 def test_verify_refuses_what_used_to_crash(
     bases: Any, scratch: Path, kind: str, name: str, path: tuple[Any, ...], value: Any

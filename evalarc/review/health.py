@@ -31,6 +31,9 @@ from evalarc.review.stats import WILSON_Z, intervals_overlap, rounded_interval, 
 
 HEALTH_SCHEMA = "evalarc.eval-health.v1"
 MAX_INPUTS = 20
+MAX_PLAN = 1_000_000_000
+"""The most attempts per case or configurations a planned run may name (more is a typo, and a
+count beyond float range cannot be multiplied into a cost)."""
 DEFAULT_SATURATION = 0.95
 FLAKY_WARNING_SHARE = 0.10
 """Flaky checks are a warning when more than this share of repeated checks flip."""
@@ -130,9 +133,9 @@ class HealthOptions:
             ("--plan-configs", self.plan_configs),
         ):
             if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
+                isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PLAN
             ):
-                raise UsageError(f"{flag} must be a whole number of at least 1")
+                raise UsageError(f"{flag} must be a whole number from 1 to {MAX_PLAN:,}")
         if inputs is not None:
             if not 1 <= inputs <= MAX_INPUTS:
                 raise UsageError(f"eval-health reads 1 to {MAX_INPUTS} result files, not {inputs}")

@@ -96,16 +96,23 @@ class Trajectory:
 
 def check_budget(budget_seconds: object) -> float:
     """The budget as a float; refuse anything but a finite number greater than zero."""
-    if (
-        isinstance(budget_seconds, bool)
-        or not isinstance(budget_seconds, int | float)
-        or not math.isfinite(budget_seconds)
-        or budget_seconds <= 0
-    ):
+    budget = (
+        None
+        if isinstance(budget_seconds, bool) or not isinstance(budget_seconds, int | float)
+        else _float_or_none(budget_seconds)
+    )
+    if budget is None or not math.isfinite(budget) or budget <= 0:
         raise UsageError(
             f"budget_seconds must be finite and positive, not {_number_text(budget_seconds)}"
         )
-    return float(budget_seconds)
+    return budget
+
+
+def _float_or_none(value: int | float) -> float | None:
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
 
 
 def _number_text(value: object) -> str:
