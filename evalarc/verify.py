@@ -57,12 +57,16 @@ def _kinds() -> dict[str, ReportKind]:
 
 
 def strip_volatile(value: Any) -> Any:
-    """Drop ``created_at``/``evalarc_version`` at every level."""
-    if isinstance(value, dict):
-        return {k: strip_volatile(v) for k, v in value.items() if k not in IGNORED_KEYS}
-    if isinstance(value, list):
-        return [strip_volatile(v) for v in value]
-    return value
+    """Drop ``created_at``/``evalarc_version`` at every level.
+
+    The C parser's hook drops them, not Python recursion: a report nested as deeply as the
+    parser that read it allows (a few hundred levels in a recorded runtime object) compares
+    instead of overflowing the stack, which Python recursion did from about 500 levels."""
+    return json.loads(json.dumps(value, allow_nan=False), object_pairs_hook=_without_volatile)
+
+
+def _without_volatile(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {key: item for key, item in pairs if key not in IGNORED_KEYS}
 
 
 def _normalised(value: Any) -> str:
@@ -103,8 +107,12 @@ def verify_report_folder(evidence: Path) -> dict[str, Any]:
             f"{PARAMS_FILE} names an unknown report kind {params.get('kind')!r}"
         )
     recorded = load_report_json(folder, kind.report_file)
-    recomputed = kind.recompute(folder, params, recorded)
-    if _normalised(recorded) != _normalised(recomputed):
+    try:
+        recomputed = kind.recompute(folder, params, recorded)
+        same = _normalised(recorded) == _normalised(recomputed)
+    except RecursionError:
+        raise VerificationError(f"{kind.report_file} is nested too deeply to compare") from None
+    if not same:
         raise VerificationError(
             f"{kind.report_file} differs from the recomputed {kind.name} report"
         )

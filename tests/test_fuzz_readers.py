@@ -891,3 +891,24 @@ def test_verify_refuses_what_used_to_crash(
         (folder / name).write_bytes(_dump(document))
         with pytest.raises(EvalArcError):
             verify_report_folder(folder)
+
+
+def test_verify_compares_deeply_nested_reports_without_recursing(bases: Any, scratch: Path) -> None:
+    """Python recursion in the comparison overflowed from about 500 levels (RecursionError):
+    a tampered report is refused, and a trajectory whose recorded runtime object nests 600
+    levels, which ``evalarc trajectory`` writes, verifies."""
+    evaluation = json.loads((bases.evaluation / "evaluation.json").read_bytes())
+    with fresh(scratch) as root:
+        folder = root / "diff"
+        shutil.copytree(bases.diff, folder)
+        report = folder / "diff.json"
+        text = report.read_text(encoding="utf-8").rstrip().rstrip("}")
+        report.write_text(text + ', "extra": ' + "[" * 700 + "]" * 700 + "}", encoding="utf-8")
+        with pytest.raises(EvalArcError, match="differs from the recomputed"):
+            verify_report_folder(folder)
+        checkpoints = root / "checkpoints.json"
+        deep = {**evaluation, "runtime": {"x": "DEEP"}}
+        text = json.dumps([{"elapsed_seconds": 1, "evaluation": deep}])
+        checkpoints.write_text(text.replace('"DEEP"', "[" * 600 + "]" * 600), encoding="utf-8")
+        run_trajectory(checkpoints, 60.0, root / "trajectory")
+        assert verify_report_folder(root / "trajectory")["verified"] is True
