@@ -53,9 +53,8 @@ def encode_request(request: JSONValue, limit_bytes: int) -> bytes:
     return line
 
 
-def capped_deadline(
-    now: float, timeout: float, case_deadline: float, timeout_message: str
-) -> tuple[float, str]:
+def capped_deadline(now: float, timeout: float, case_deadline: float,
+                    timeout_message: str) -> tuple[float, str]:
     """The deadline of one wait and the fault to raise when it passes.
 
     A per-exchange wait never outlives the case: when the case deadline comes first, running out
@@ -154,8 +153,8 @@ class ResponseReader:
     def feed_stderr(self, chunk: bytes) -> None:
         self.stderr_bytes += len(chunk)
         if self._tail_limit:
-            self._stderr_tail += chunk[-self._tail_limit :]
-            del self._stderr_tail[: -self._tail_limit]
+            self._stderr_tail += chunk[-self._tail_limit:]
+            del self._stderr_tail[:-self._tail_limit]
         self._check_limit()
 
     def _check_limit(self) -> None:
@@ -177,7 +176,7 @@ class ResponseReader:
             self._scan_from = len(self._stdout)
             return None
         line = bytes(self._stdout[:end])
-        del self._stdout[: end + 1]
+        del self._stdout[:end + 1]
         self._scan_from = 0
         return line
 
