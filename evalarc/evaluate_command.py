@@ -109,7 +109,10 @@ def check_seconds(name: str, value: object) -> float:
     """A time limit must be a finite, positive number of at most :data:`MAX_SECONDS`."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise UsageError(f"{name} must be a number of seconds, not {value!r}")
-    seconds = float(value)
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer beyond any float (a params.json written by hand)
+        seconds = math.inf
     if not math.isfinite(seconds) or seconds <= 0:
         raise UsageError(f"{name} must be a finite number of seconds above 0, not {value!r}")
     if seconds > MAX_SECONDS:

@@ -195,12 +195,12 @@ def adopt_timings(
 
 
 def _finite(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value) and value >= 0
+    except OverflowError:  # an integer beyond any float, written into a tampered report
+        return False
 
 
 def _refuse_divergences(divergences: Sequence[Divergence]) -> None:

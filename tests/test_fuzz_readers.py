@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalarc.canonical import pretty_json, sha256_bytes
+from evalarc.canonical import compact_json, pretty_json, sha256_bytes
 from evalarc.errors import EvalArcError
 from evalarc.formats import Run, load_results
 from evalarc.formats.junit import build_junit_run, parse_junit_bytes
@@ -40,6 +40,7 @@ from evalarc.review.diff import DiffOptions, compute_diff
 from evalarc.review.health import HealthOptions, compute_health
 from evalarc.review.manifest import assign_rules, load_manifest
 from evalarc.review.split import load_split, partition
+from evalarc.runtime.recording import parse_recording
 from evalarc.trajectory_report import run_trajectory
 from evalarc.verify import verify_report_folder
 
@@ -536,7 +537,7 @@ def xml_elements(draw: st.DrawFn, depth: int = 0) -> str:
         )
     )
     shown = "".join(f' {key}="{_xml_escape(value)}"' for key, value in attributes.items())
-    children = "" if depth > 3 else "".join(draw(st.lists(xml_elements(depth + 1), max_size=4)))
+    children = "" if depth > 2 else "".join(draw(st.lists(xml_elements(depth + 1), max_size=3)))
     text = _xml_escape(draw(st.text(max_size=8)))
     return f"<{tag}{shown}>{text}{children}</{tag}>"
 
@@ -867,6 +868,8 @@ def test_evaluation_integers_beyond_floats(scratch: Path) -> None:
         ("health", "params.json", ("saturation",), 10**400),
         ("health", "params.json", ("plan_attempts",), 10**400),
         ("trajectory", "params.json", ("budget_seconds",), 10**400),
+        ("evaluation", "evaluation.json", ("evaluation_seconds",), 10**400),
+        ("evaluation", "params.json", ("timeout",), 10**400),
     ],
     ids=[
         "generalization",
@@ -878,6 +881,8 @@ def test_evaluation_integers_beyond_floats(scratch: Path) -> None:
         "health-saturation",
         "health-plan",
         "budget",
+        "evaluation-seconds",
+        "evaluation-timeout",
     ],
 )
 def test_verify_refuses_what_used_to_crash(
@@ -912,3 +917,14 @@ def test_verify_compares_deeply_nested_reports_without_recursing(bases: Any, scr
         checkpoints.write_text(text.replace('"DEEP"', "[" * 600 + "]" * 600), encoding="utf-8")
         run_trajectory(checkpoints, 60.0, root / "trajectory")
         assert verify_report_folder(root / "trajectory")["verified"] is True
+
+
+def test_a_recording_time_beyond_floats_is_refused(bases: Any) -> None:
+    """A recording's event time of 400 digits passed validation and overflowed a float later."""
+    recording = next((bases.evaluation / "recordings").glob("*.jsonl"))
+    lines = recording.read_text(encoding="ascii").splitlines()
+    event = json.loads(lines[-1])
+    event["t"] = 10**400
+    lines[-1] = compact_json(event)
+    with pytest.raises(EvalArcError, match="has no valid time"):
+        parse_recording(("\n".join(lines) + "\n").encode("ascii"), recording)

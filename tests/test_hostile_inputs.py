@@ -48,7 +48,7 @@ EVALARC = str(Path(sys.executable).parent / "evalarc")
 RSS_LIMIT_MIB = 300
 CPU_LIMIT_SECONDS = 10.0
 WALL_LIMIT_SECONDS = 60.0
-WORKERS = max(2, os.cpu_count() or 2)
+WORKERS = 2 * (os.cpu_count() or 1)  # children wait on disk too
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,9 @@ MAX_RECORDING_BYTES = 64 * 1024 * 1024
 MAX_INDEX_BYTES = 16 * 1024 * 1024
 INDEX_SCHEMA = "evalarc.recording-index.v1"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_MAX_EVENT_SECONDS = 1e9
+"""No event of a case happens later than this (the longest case limit is a day); a larger time,
+e.g. an integer of 400 digits, is refused here rather than overflowing a float later."""
 _EVENTS = frozenset({"start", "ready", "send", "recv", "eof", "exit", "kill", "fault", "stderr"})
 CLEANUP_FAILED = "cleanup failed: "
 """Start of the message of the environment ``fault`` a live backend records last (and raises)
@@ -102,7 +105,11 @@ def _event_problem(event: object) -> str | None:
     if not isinstance(session, int) or isinstance(session, bool) or session < 0:
         return "has no valid session number"
     moment = event.get("t")
-    if not isinstance(moment, int | float) or isinstance(moment, bool) or moment < 0:
+    if (
+        not isinstance(moment, int | float)
+        or isinstance(moment, bool)
+        or not 0 <= moment <= _MAX_EVENT_SECONDS
+    ):
         return "has no valid time"
     return None
 
