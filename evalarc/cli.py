@@ -4,11 +4,12 @@ exit code. Nothing else lives here (the library is tested directly; CLI tests ch
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -562,6 +563,47 @@ def _parse_seeds(
     return tuple(int(text) for text in texts)
 
 
+def _check_recordings(backend: str, recordings: Path | None) -> None:
+    if recordings is not None and backend != "replay":
+        raise UsageError("--recordings is only for --backend replay")
+
+
+def _event_printer(
+    progress: bool, quiet: bool, line_of: Callable[[dict[str, Any]], str | None]
+) -> Callable[[dict[str, Any]], None]:
+    """Progress for evaluate and audit: JSON event lines with --progress, readable lines unless
+    --quiet, nothing otherwise (all on stderr; stdout keeps the result)."""
+    from evalarc.evaluate_command import event_line
+
+    def show(event: dict[str, Any]) -> None:
+        if progress:
+            click.echo(event_line(event), err=True)
+        elif not quiet:
+            line = line_of(event)
+            if line is not None:
+                click.echo(line, err=True)
+
+    return show
+
+
+@contextlib.contextmanager
+def _final_event_on_failure(progress: bool) -> Iterator[None]:
+    """With --progress, end the event stream with run_cancelled or run_error before the error
+    propagates to the group's exit-code mapping."""
+    from evalarc.evaluate_command import event_line
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        if progress:
+            click.echo(event_line({"event": "run_cancelled"}), err=True)
+        raise
+    except EvalArcError as error:
+        if progress:
+            click.echo(event_line({"event": "run_error", "message": error.message}), err=True)
+        raise
+
+
 def _runtime_options(what: str) -> Callable[[F], F]:
     """The options ``evaluate`` and ``audit`` share: task, backend, image, recordings, seeds and
     time limits (one definition, so the two commands cannot drift apart)."""
@@ -647,13 +689,11 @@ def evaluate(
     from evalarc.evaluate_command import (
         DEFAULT_IMAGE,
         EvaluateOptions,
-        event_line,
         progress_line,
         run_evaluate,
     )
 
-    if recordings is not None and backend != "replay":
-        raise UsageError("--recordings is only for --backend replay")
+    _check_recordings(backend, recordings)
     options = EvaluateOptions(
         task=task,
         backend=backend,
@@ -666,24 +706,10 @@ def evaluate(
         recordings=recordings,
     )
 
-    def show(event: dict[str, Any]) -> None:
-        if progress:
-            click.echo(event_line(event), err=True)
-        elif not quiet:
-            line = progress_line(event)
-            if line is not None:
-                click.echo(line, err=True)
+    show = _event_printer(progress, quiet, progress_line)
 
-    try:
+    with _final_event_on_failure(progress):
         result = run_evaluate(candidate, output, options, on_event=show)
-    except KeyboardInterrupt:
-        if progress:
-            click.echo(event_line({"event": "run_cancelled"}), err=True)
-        raise
-    except EvalArcError as error:
-        if progress:
-            click.echo(event_line({"event": "run_error", "message": error.message}), err=True)
-        raise
     for note in result.notes:
         click.echo(f"evalarc: {note}", err=True)
     click.echo(result.summary_line())
@@ -737,11 +763,9 @@ def audit(
     """Run a pack's reference and every declared faulty variant; report how narrowly each fault
     is detected. Exit 0 passed, 1 a fault survived or the reference failed, 2 invalid."""
     from evalarc.audit_command import AuditOptions, progress_line, run_audit
-    from evalarc.evaluate_command import event_line
     from evalarc.review.audit import summary_lines
 
-    if recordings is not None and backend != "replay":
-        raise UsageError("--recordings is only for --backend replay")
+    _check_recordings(backend, recordings)
     options = AuditOptions(
         task=task,
         language=language,
@@ -757,24 +781,10 @@ def audit(
         jobs=jobs,
     )
 
-    def show(event: dict[str, Any]) -> None:
-        if progress:
-            click.echo(event_line(event), err=True)
-        elif not quiet:
-            line = progress_line(event)
-            if line is not None:
-                click.echo(line, err=True)
+    show = _event_printer(progress, quiet, progress_line)
 
-    try:
+    with _final_event_on_failure(progress):
         result = run_audit(output, options, on_event=show)
-    except KeyboardInterrupt:
-        if progress:
-            click.echo(event_line({"event": "run_cancelled"}), err=True)
-        raise
-    except EvalArcError as error:
-        if progress:
-            click.echo(event_line({"event": "run_error", "message": error.message}), err=True)
-        raise
     for divergence in result.divergences:
         click.echo(f"evalarc: {divergence.describe()}", err=True)
     for grader in result.foreign_graders:
