@@ -16,15 +16,17 @@ import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file, strict_loads
-from evalarc.errors import InputError, OutputError, VerificationError
+from evalarc.errors import EvalArcError, InputError, OutputError, VerificationError
 
 PARAMS_SCHEMA = "evalarc.report-params.v1"
 PARAMS_FILE = "params.json"
@@ -52,20 +54,64 @@ def staged_folder(dest: Path) -> Iterator[Path]:
     parent = dest.parent if str(dest.parent) else Path(".")
     if not parent.is_dir():
         raise OutputError(f"cannot write {dest}: {parent} is not a folder")
+    staging: Path | None = None
     try:
-        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=parent))
-    except OSError as error:
-        raise OutputError(f"cannot write {dest}: {error.strerror or error}") from None
-    try:
+        with signals_held():
+            # No signal may land between creating the folder and owning its removal.
+            try:
+                staging = Path(
+                    tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=parent)
+                )
+            except OSError as error:
+                raise OutputError(f"cannot write {dest}: {error.strerror or error}") from None
         yield staging
         check_new_output(dest)
         try:
+            # Private (0700) while being written; published as any tool creates a folder.
+            os.chmod(staging, 0o777 & ~current_umask())
             os.rename(staging, dest)
         except OSError as error:
             raise OutputError(f"cannot publish {dest}: {error.strerror or error}") from None
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            with signals_held():
+                shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+CANCELLING_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""Signals that cancel a command (each ends as KeyboardInterrupt: clean up, exit 130)."""
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Ignore the cancelling signals for the duration (cleanup that a second Ctrl-C, SIGTERM
+    or SIGHUP must not cut short); a no-op outside the main thread, where Python delivers no
+    signals anyway."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in CANCELLING_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def current_umask() -> int:
+    """The process umask (read without changing it where /proc allows)."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _fail_write(path: Path, error: OSError) -> OutputError:
@@ -119,6 +165,14 @@ def params_document(kind: str, options: dict[str, JSONValue]) -> dict[str, JSONV
 # --------------------------------------------------------------------------- reading
 
 
+Derived = dict[str, bytes | Callable[[bytes], str | None]]
+
+
+def text_bytes(text: str) -> bytes:
+    """A text file's bytes exactly as :func:`write_text` writes them."""
+    return text.encode("utf-8", errors="backslashreplace")
+
+
 @dataclass(frozen=True)
 class ReportKind:
     """How ``verify`` checks one kind of report folder (see :mod:`evalarc.verify`).
@@ -132,6 +186,19 @@ class ReportKind:
     report_file: str
     recompute: Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], dict[str, Any]]
     summarize: Callable[[dict[str, Any]], dict[str, Any]]
+    derive: Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], Derived] | None = None
+    """Every file the writing command derives from the report (summary, case lines, page, ...)
+    by name: its exact bytes, or a check of its bytes returning a problem or None. Called with
+    the verified report; a derived file present in a folder and not listed here is refused."""
+    volatile: tuple[tuple[str, ...], ...] = ((),)
+    """Where the report's ``created_at``/``evalarc_version`` live (paths of keys; ``*`` is every
+    list item): only there are they ignored by the comparison."""
+    informational: frozenset[str] = frozenset()
+    """params.json options recorded for the reader that recomputation does not need."""
+    records: tuple[str, ...] = ()
+    """Names (or folder prefixes ending in ``/``) of process records a command keeps beside the
+    report (``hillclimb-run``'s loop log, patches, command output): ``verify`` lists them as
+    records it cannot check, and a site refuses them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,3 +325,126 @@ def load_report_json(folder: EvidenceFolder, name: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise VerificationError(f"{name} is not a JSON object")
     return value
+
+
+# --------------------------------------------------------------------------- trees
+
+MAX_TREE_DEPTH = 32
+"""Folders a received report folder or site may nest (a pack's candidate is a few deep)."""
+MAX_FOLDER_FILES = 20_000
+MAX_FOLDER_BYTES = 2 * 1024 * 1024 * 1024
+ACTIVE_SUFFIXES = frozenset(
+    {
+        ".html",
+        ".htm",
+        ".xhtml",
+        ".xht",
+        ".shtml",
+        ".svg",
+        ".svgz",
+        ".mht",
+        ".mhtml",
+        ".xsl",
+        ".xslt",
+        ".swf",
+        ".pdf",
+        ".appcache",
+        ".webmanifest",
+    }
+)
+"""Documents a browser runs script in when opened directly: EvalArc writes only its own pages
+(``index.html`` and the docs' ``.html``), so any other file of these types is refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreeFile:
+    """One regular file found by :func:`scan_tree`."""
+
+    relative: str
+    """POSIX path inside the scanned root."""
+    path: Path
+    bytes: int
+
+
+def shown_name(name: str) -> str:
+    """A received file name as a message shows it: control and bidi characters escaped."""
+    from evalarc.terminal import escape_controls
+
+    return escape_controls(name)
+
+
+def scan_tree(
+    root: Path,
+    *,
+    shown: str,
+    max_files: int = MAX_FOLDER_FILES,
+    max_bytes: int = MAX_FOLDER_BYTES,
+    max_depth: int = MAX_TREE_DEPTH,
+    max_file_bytes: int = MAX_EVIDENCE_FILE_BYTES,
+    error: type[EvalArcError] = VerificationError,
+) -> list[TreeFile]:
+    """Every regular file under ``root``, sorted by path, from ``lstat`` alone (nothing is read).
+
+    Iterative (no recursion, so any depth is refused, not a RecursionError) and bounded: more
+    than ``max_depth`` nested folders, ``max_files`` files, ``max_file_bytes`` in one file or
+    ``max_bytes`` in all (apparent sizes, so sparse files count fully) is refused before any
+    byte is hashed. Also refused: symlinks, hard links (a second name of a file elsewhere, e.g.
+    a host secret), device files, FIFOs and sockets, and names holding control, bidi or other
+    invisible characters. ``shown`` is the root as the user gave it; messages name
+    ``shown/relative``."""
+    files: list[TreeFile] = []
+    total = 0
+    stack: list[tuple[Path, str, int]] = [(root, "", 0)]
+    while stack:
+        folder, prefix, depth = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as failure:
+            where = f"{shown}/{prefix}".rstrip("/")
+            raise error(f"cannot read {where}: {failure.strerror or failure}") from None
+        for entry in entries:
+            relative = f"{prefix}{entry.name}"
+            where = f"{shown}/{shown_name(relative)}"
+            if has_unsafe_name(entry.name):
+                raise error(f"{where}: the file name holds control or invisible characters")
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError as failure:
+                raise error(f"cannot read {where}: {failure.strerror or failure}") from None
+            if stat.S_ISLNK(info.st_mode):
+                raise error(f"{where} is a symlink; symlinks are refused")
+            if stat.S_ISDIR(info.st_mode):
+                if depth + 1 > max_depth:
+                    raise error(f"{where} is nested deeper than {max_depth} folders")
+                stack.append((Path(entry.path), relative + "/", depth + 1))
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                raise error(f"{where} is not a regular file (a device, FIFO or socket)")
+            if info.st_nlink > 1:
+                raise error(
+                    f"{where} is a hard link ({info.st_nlink} names for one file); "
+                    "hard links are refused"
+                )
+            if info.st_size > max_file_bytes:
+                raise error(f"{where} exceeds {max_file_bytes} bytes")
+            total += info.st_size
+            if total > max_bytes:
+                raise error(f"{shown} holds more than {max_bytes} bytes")
+            files.append(TreeFile(relative, Path(entry.path), info.st_size))
+            if len(files) > max_files:
+                raise error(f"{shown} holds more than {max_files} files")
+    files.sort(key=lambda item: item.relative)
+    return files
+
+
+def has_unsafe_name(name: str) -> bool:
+    """Whether a file name holds a control, bidi, invisible or undecodable character."""
+    from evalarc.terminal import has_unsafe_characters
+
+    return has_unsafe_characters(name)
+
+
+def is_active(relative: str) -> bool:
+    """Whether a file of this name is a document a browser would run script in."""
+    return PurePosixPath(relative.lower()).suffix in ACTIVE_SUFFIXES

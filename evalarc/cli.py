@@ -16,13 +16,21 @@ from typing import Any, TypeVar
 import click
 
 from evalarc import __version__
+from evalarc.bundle import CANCELLING_SIGNALS
 from evalarc.errors import EvalArcError, ExitCode, OutputError, UsageError
+from evalarc.terminal import terminal_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def echo(message: str, err: bool = False) -> None:
+    """Print one line (or a JSON document): every line EvalArc prints goes through here, so
+    control and bidi characters from strangers' text are escaped (see :mod:`evalarc.terminal`)."""
+    click.echo(terminal_text(str(message)), err=err)
+
+
 def _fail(message: str, code: ExitCode = ExitCode.INVALID) -> None:
-    click.echo(f"evalarc: {message}", err=True)
+    echo(f"evalarc: {message}", err=True)
     sys.exit(int(code))
 
 
@@ -46,10 +54,25 @@ class _Group(click.Group):
             # Cancelled and cleaned up: another Ctrl-C (users press it again) must not turn the
             # exit code 130 into a death by signal while the interpreter shuts down.
             if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-            click.echo("evalarc: cancelled", err=True)
+                for number in CANCELLING_SIGNALS:
+                    signal.signal(number, signal.SIG_IGN)
+            echo("evalarc: cancelled", err=True)
             sys.exit(int(ExitCode.CANCELLED))
         return None
+
+
+def _cancel(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _cancel_on_signals() -> None:
+    """SIGTERM and SIGHUP (a CI runner stopping a job, a closed terminal) cancel a command as
+    Ctrl-C does: cleanup runs, nothing half-written is left, exit 130."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for number in CANCELLING_SIGNALS:
+        if number != signal.SIGINT and signal.getsignal(number) is signal.SIG_DFL:
+            signal.signal(number, _cancel)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -59,6 +82,7 @@ class _Group(click.Group):
 def main(ctx: click.Context, debug: bool) -> None:
     """Review agent evaluations check by check instead of trusting a headline score."""
     ctx.meta["evalarc.debug"] = debug
+    _cancel_on_signals()
     # Text from strangers may hold lone surrogates (legal in JSON): print them escaped rather than
     # dying on UnicodeEncodeError; in JSON output the escape is the value's own JSON spelling.
     for stream in (sys.stdout, sys.stderr):
@@ -168,10 +192,10 @@ def diff(
     if markdown is not None:
         _append(markdown, markdown_summary(report))
     if as_json:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         for line in terminal_lines(report, str(output) if output is not None else None):
-            click.echo(line)
+            echo(line)
     sys.exit(int(ExitCode.ACCEPTED if overall_passed(report) else ExitCode.REJECTED))
 
 
@@ -261,10 +285,10 @@ def eval_health(
     if markdown is not None:
         _append(markdown, markdown_summary(report))
     if as_json:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         for line in terminal_lines(report, str(output) if output is not None else None):
-            click.echo(line)
+            echo(line)
     healthy = bool(report["healthy"])
     sys.exit(int(ExitCode.REJECTED if require_healthy and not healthy else ExitCode.ACCEPTED))
 
@@ -366,10 +390,10 @@ def hillclimb_review(
     if markdown is not None:
         _append(markdown, markdown_summary(report))
     if as_json:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         for line in terminal_lines(report, str(output) if output is not None else None):
-            click.echo(line)
+            echo(line)
     merge = bool(report["merge_recommended"])
     sys.exit(int(ExitCode.ACCEPTED if merge else ExitCode.REJECTED))
 
@@ -395,11 +419,11 @@ def hillclimb_run(config: Path, output: Path, trust_local: bool, quiet: bool) ->
 
     def show(line: str) -> None:
         if not quiet:
-            click.echo(line)
+            echo(line)
 
     result = run_hillclimb_loop(config, output, trust_local=trust_local, on_line=show)
     for line in result.final_lines():
-        click.echo(line)
+        echo(line)
     sys.exit(int(ExitCode.ACCEPTED if result.merge_recommended else ExitCode.REJECTED))
 
 
@@ -427,10 +451,10 @@ def trajectory(
 
     report = run_trajectory(checkpoints, budget_seconds, output)
     if as_json:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         for line in terminal_lines(report, str(output) if output is not None else None):
-            click.echo(line)
+            echo(line)
     sys.exit(int(ExitCode.ACCEPTED))
 
 
@@ -454,19 +478,27 @@ def verify(evidence: Path, as_json: bool, require_accepted: bool, require_resolv
 
     try:
         result = verify_report_folder(evidence)
-    except EvalArcError as error:
+    except Exception as error:
+        # Also an internal limit (the stack, memory, the filesystem) or a bug ends with a verdict
+        # object: scripts that parse --json always get one.
+        message = (
+            error.message
+            if isinstance(error, EvalArcError)
+            else f"verification could not finish: {type(error).__name__}: {error}"
+        )
+        message = EvalArcError(message).message
         if as_json:
-            click.echo(json.dumps(verification_failure(error), indent=2))
-        click.echo(f"evalarc: verification failed: {error.message}", err=True)
+            echo(json.dumps(verification_failure(message), indent=2, ensure_ascii=False))
+        echo(f"evalarc: verification failed: {message}", err=True)
         sys.exit(int(ExitCode.INVALID))
     if as_json:
-        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        echo(json.dumps(result, indent=2, ensure_ascii=False))
     else:
-        click.echo(
+        echo(
             f"Verified {result['kind']}: {len(result['files'])} evidence files | "
             f"Passed: {str(result['passed']).lower()}"
         )
-        click.echo(result["scope"])
+        echo(result["scope"])
     codes = [ExitCode.ACCEPTED]
     if require_resolved:
         if result.get("records_valid") is False:
@@ -489,12 +521,12 @@ def tasks(as_json: bool) -> None:
 
     summaries, problems = task_summaries()
     if as_json:
-        click.echo(json.dumps(summaries, indent=2, ensure_ascii=False))
+        echo(json.dumps(summaries, indent=2, ensure_ascii=False))
     else:
         for line in task_lines(summaries):
-            click.echo(line)
+            echo(line)
     for problem in problems:
-        click.echo(f"evalarc: {problem}", err=True)
+        echo(f"evalarc: {problem}", err=True)
     if problems:
         sys.exit(int(ExitCode.INVALID))
 
@@ -514,9 +546,9 @@ def init(dest: Path, task: str, reference: bool, language: str) -> None:
     from evalarc.evaluate_command import run_init
 
     result = run_init(dest, task=task, language=language, reference=reference)
-    click.echo(f"Created {result.dest}")
+    echo(f"Created {result.dest}")
     if result.hint:
-        click.echo(result.hint)
+        echo(result.hint)
 
 
 class _SeedsCommand(click.Command):
@@ -577,11 +609,11 @@ def _event_printer(
 
     def show(event: dict[str, Any]) -> None:
         if progress:
-            click.echo(event_line(event), err=True)
+            echo(event_line(event), err=True)
         elif not quiet:
             line = line_of(event)
             if line is not None:
-                click.echo(line, err=True)
+                echo(line, err=True)
 
     return show
 
@@ -596,11 +628,11 @@ def _final_event_on_failure(progress: bool) -> Iterator[None]:
         yield
     except KeyboardInterrupt:
         if progress:
-            click.echo(event_line({"event": "run_cancelled"}), err=True)
+            echo(event_line({"event": "run_cancelled"}), err=True)
         raise
     except EvalArcError as error:
         if progress:
-            click.echo(event_line({"event": "run_error", "message": error.message}), err=True)
+            echo(event_line({"event": "run_error", "message": error.message}), err=True)
         raise
 
 
@@ -711,9 +743,9 @@ def evaluate(
     with _final_event_on_failure(progress):
         result = run_evaluate(candidate, output, options, on_event=show)
     for note in result.notes:
-        click.echo(f"evalarc: {note}", err=True)
-    click.echo(result.summary_line())
-    click.echo(str(result.output))
+        echo(f"evalarc: {note}", err=True)
+    echo(result.summary_line())
+    echo(str(result.output))
     sys.exit(int(result.exit_code))
 
 
@@ -786,15 +818,15 @@ def audit(
     with _final_event_on_failure(progress):
         result = run_audit(output, options, on_event=show)
     for divergence in result.divergences:
-        click.echo(f"evalarc: {divergence.describe()}", err=True)
+        echo(f"evalarc: {divergence.describe()}", err=True)
     for grader in result.foreign_graders:
-        click.echo(
+        echo(
             f"evalarc: replayed recordings made under grader {grader[:12]} through today's grader",
             err=True,
         )
     for line in summary_lines(result.audit):
-        click.echo(line)
-    click.echo(str(result.output))
+        echo(line)
+    echo(str(result.output))
     sys.exit(int(result.exit_code))
 
 
@@ -833,12 +865,12 @@ def site_build(
 
     def show(line: str) -> None:
         if not quiet:
-            click.echo(line, err=True)
+            echo(line, err=True)
 
     built = build_site(
         list(reports), output, options=SiteOptions(title=title), docs_dir=docs_dir, on_report=show
     )
-    click.echo(
+    echo(
         f"Built {output}: {len(built.reports)} report(s), {built.failing} with a failing "
         f"verdict, {len(built.docs)} doc(s); open {output / 'index.html'}"
     )
@@ -867,12 +899,12 @@ def site_serve(reports: tuple[Path, ...], port: int, docs_dir: Path | None, titl
         port=port,
         docs_dir=docs_dir,
         options=SiteOptions(title=title),
-        on_line=lambda line: click.echo(line, err=True),
+        on_line=lambda line: echo(line, err=True),
     )
     url = server.start()
     bound = url.rstrip("/").rsplit(":", 1)[1]
-    click.echo(f"Serving {url} (localhost only; Ctrl-C stops)")
-    click.echo(f"From another machine: ssh -L {bound}:127.0.0.1:{bound} HOST")
+    echo(f"Serving {url} (localhost only; Ctrl-C stops)")
+    echo(f"From another machine: ssh -L {bound}:127.0.0.1:{bound} HOST")
     server.serve_forever()
 
 
@@ -895,13 +927,11 @@ def demo(output: Path, quiet: bool) -> None:
 
     def progress(line: str) -> None:
         if not quiet:
-            click.echo(f"demo: {line}", err=True)
+            echo(f"demo: {line}", err=True)
 
     result = build_demo(output, docs=bundled_dir("docs"), progress=progress)
-    click.echo(
-        f"Built {len(result.reports)} reports and {len(result.site.docs)} docs into {output}"
-    )
-    click.echo(f"Open {output / 'index.html'}; recompute it with: evalarc verify {output}")
+    echo(f"Built {len(result.reports)} reports and {len(result.site.docs)} docs into {output}")
+    echo(f"Open {output / 'index.html'}; recompute it with: evalarc verify {output}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,12 +12,14 @@ from typing import Any
 
 from evalarc.bundle import (
     PARAMS_FILE,
+    Derived,
     EvidenceFolder,
     ReportKind,
     copy_verified,
     params_document,
     recorded_object,
     staged_folder,
+    text_bytes,
     write_bytes,
     write_json,
     write_text,
@@ -230,6 +232,22 @@ def diff_summary(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def derived_diff_files(
+    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+) -> Derived:
+    """The files ``write_diff_folder`` derives from the report, for ``verify`` to compare."""
+    from evalarc.site.diff_page import render_diff_page
+
+    return {
+        "summary.md": text_bytes(markdown_summary(report)),
+        "index.html": text_bytes(render_diff_page(report)),
+    }
+
+
 REPORT_KIND = ReportKind(
-    name="diff", report_file=REPORT_FILE, recompute=recompute_diff_folder, summarize=diff_summary
+    name="diff",
+    report_file=REPORT_FILE,
+    recompute=recompute_diff_folder,
+    summarize=diff_summary,
+    derive=derived_diff_files,
 )

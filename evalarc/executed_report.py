@@ -416,17 +416,153 @@ def _pack(params: Mapping[str, Any]) -> Pack:
         raise VerificationError(f"params.json: {error.message}") from None
 
 
+# -- derived files ---------------------------------------------------------------------------
+
+EVENTS_FILE = "events.jsonl"
+MAX_EVENT_LINE_CHARS = 64 * 1024
+
+
+def expected_events(report: Mapping[str, Any], control: str | None) -> list[dict[str, Any]]:
+    """The progress events (unstamped) that :func:`evalarc.packs.evaluate` emitted for a run
+    that produced ``report``, each tagged with ``control`` inside an audit."""
+    task = report["task"]["id"]
+    cases = report["cases"]
+    total = len(cases)
+    events: list[dict[str, Any]] = [
+        {
+            "event": "evaluation_started",
+            "task": task,
+            "candidate_sha256": report["candidate_sha256"],
+            "total_cases": total,
+        }
+    ]
+    for number, case in enumerate(cases, start=1):
+        where = {"task": task, "seed": case["seed"], "case_id": case["case_id"]}
+        count = {"case_number": number, "total_cases": total}
+        events.append({"event": "case_started", **where, **count})
+        events.append(
+            {
+                "event": "case_completed",
+                **where,
+                **count,
+                "status": case["status"],
+                "duration_seconds": case["duration_seconds"],
+            }
+        )
+    events.append(
+        {
+            "event": "evaluation_completed",
+            "task": task,
+            "score": report["score"],
+            "status": report["status"],
+            "valid": report["valid"],
+        }
+    )
+    if control is not None:
+        events = [{**event, "control": control} for event in events]
+    return events
+
+
+def _stamped_line(event: Mapping[str, Any], created_at: str) -> str:
+    from evalarc.canonical import compact_json
+    from evalarc.evaluate_command import EVENT_SCHEMA
+
+    return compact_json({"schema_version": EVENT_SCHEMA, "created_at": created_at, **event})
+
+
+def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]]) -> Any:
+    """A check of ``events.jsonl``: every line is one expected event of one run, stamped with a
+    timestamp (its only volatile key), byte for byte; each run's events appear exactly once and
+    in order (runs of an audit may interleave)."""
+
+    def check(data: bytes) -> str | None:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"{EVENTS_FILE} is not UTF-8"
+        lines = text.split("\n")
+        if lines[-1] != "":
+            return f"{EVENTS_FILE} does not end with a line break"
+        pending = {control: expected_events(report, control) for control, report in runs}
+        position = dict.fromkeys(pending, 0)
+        for number, line in enumerate(lines[:-1], start=1):
+            where = f"{EVENTS_FILE} line {number}"
+            if len(line) > MAX_EVENT_LINE_CHARS:
+                return f"{where} is longer than {MAX_EVENT_LINE_CHARS} characters"
+            try:
+                value = json.loads(line)
+                stamp, control = value.get("created_at"), value.get("control")
+                datetime.fromisoformat(stamp)
+            except (ValueError, TypeError, AttributeError, RecursionError):
+                return f"{where} is not an event with a timestamp"
+            if control not in pending or position[control] >= len(pending[control]):
+                return f"{where} is not an event of this run"
+            expected = pending[control][position[control]]
+            if line != _stamped_line(expected, stamp):
+                return f"{where} differs from the event the verified report implies"
+            position[control] += 1
+        for control, events in pending.items():
+            if position[control] != len(events):
+                return (
+                    f"{EVENTS_FILE} lacks events of the run "
+                    f"({position[control]} of {len(events)} found)"
+                )
+        return None
+
+    return check
+
+
+def derived_evaluation_files(
+    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+) -> dict[str, Any]:
+    """What ``evaluate`` derives from an evaluation: its events and its page."""
+    from evalarc.bundle import text_bytes
+    from evalarc.site.evaluation_page import recording_reader, render_evaluation_page
+
+    return {
+        EVENTS_FILE: events_check([(None, report)]),
+        "index.html": text_bytes(render_evaluation_page(report, recording_reader(folder))),
+    }
+
+
+def derived_audit_files(
+    folder: EvidenceFolder, params: dict[str, Any], audit: dict[str, Any]
+) -> dict[str, Any]:
+    """What ``audit`` derives from an audit: each control's evaluation copy, the events (runs
+    interleave when controls ran in parallel) and the page."""
+    from evalarc.bundle import text_bytes
+    from evalarc.canonical import pretty_json
+    from evalarc.site.audit_page import render_audit_page
+
+    runs: list[tuple[str | None, Mapping[str, Any]]] = [(REFERENCE_CONTROL, audit["reference"])]
+    runs += [(row["name"], row["evaluation"]) for row in audit["mutants"]]
+    derived: dict[str, Any] = {
+        f"{EVALUATIONS_DIR}/{name}.json": text_bytes(pretty_json(report)) for name, report in runs
+    }
+    derived[EVENTS_FILE] = events_check(runs)
+    derived["index.html"] = text_bytes(render_audit_page(audit))
+    return derived
+
+
+_INFORMATIONAL = frozenset({"trust_local", "report", "replay_recordings", "jobs", "executor"})
+"""Options an executed run records for its reader; replaying it does not depend on them."""
+
 EVALUATION_KIND = ReportKind(
     name="evaluation",
     report_file=EVALUATION_FILE,
     recompute=recompute_evaluation_folder,
     summarize=evaluation_summary,
+    derive=derived_evaluation_files,
+    informational=_INFORMATIONAL,
 )
 AUDIT_KIND = ReportKind(
     name="audit",
     report_file=AUDIT_FILE,
     recompute=recompute_audit_folder,
     summarize=audit_summary,
+    derive=derived_audit_files,
+    volatile=((), ("reference",), ("mutants", "*", "evaluation")),
+    informational=_INFORMATIONAL,
 )
 REPORT_KINDS = (EVALUATION_KIND, AUDIT_KIND)
 REPORT_KIND = EVALUATION_KIND

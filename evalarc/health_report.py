@@ -16,12 +16,14 @@ from typing import Any
 
 from evalarc.bundle import (
     PARAMS_FILE,
+    Derived,
     EvidenceFolder,
     ReportKind,
     copy_verified,
     params_document,
     recorded_object,
     staged_folder,
+    text_bytes,
     write_json,
     write_text,
 )
@@ -244,9 +246,30 @@ def health_summary(report: dict[str, Any]) -> dict[str, Any]:
     return {"passed": healthy, "healthy": healthy, "warnings": report.get("warnings")}
 
 
+def derived_health_files(
+    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+) -> Derived:
+    """The files ``write_health_folder`` derives (case lines, summary, page), for ``verify``."""
+    from evalarc.site.health_page import render_health_page
+
+    options = options_from_params(params)
+    fmt = str(params.get("format"))
+    runs = [
+        _load_recorded_input(folder, entry, recorded_run, fmt, options.threshold)
+        for entry, recorded_run in zip(params["inputs"], report["runs"], strict=True)
+    ]
+    lines = "".join(compact_json(record) + "\n" for run in runs for record in case_lines(run))
+    return {
+        CASE_LINES_FILE: text_bytes(lines),
+        "summary.md": text_bytes(markdown_summary(report)),
+        "index.html": text_bytes(render_health_page(report, runs[-1])),
+    }
+
+
 REPORT_KIND = ReportKind(
     name=KIND,
     report_file=REPORT_FILE,
     recompute=recompute_health_folder,
     summarize=health_summary,
+    derive=derived_health_files,
 )

@@ -19,16 +19,18 @@ from typing import Any
 
 from evalarc.bundle import (
     PARAMS_FILE,
+    Derived,
     EvidenceFolder,
     ReportKind,
     copy_verified,
     params_document,
     staged_folder,
+    text_bytes,
     write_bytes,
     write_json,
     write_text,
 )
-from evalarc.canonical import sha256_bytes
+from evalarc.canonical import pretty_json, sha256_bytes
 from evalarc.clock import timestamp
 from evalarc.errors import UsageError, VerificationError
 from evalarc.formats import Run, load_results
@@ -304,9 +306,24 @@ def hillclimb_summary(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def derived_hillclimb_files(
+    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+) -> Derived:
+    """The files ``write_review_files`` derives from the report, for ``verify`` to compare."""
+    from evalarc.site.hillclimb_page import render_hillclimb_page
+
+    return {
+        TUNING_FAILURES_FILE: text_bytes(pretty_json(tuning_failures_document(report))),
+        "summary.md": text_bytes(markdown_summary(report)),
+        "index.html": text_bytes(render_hillclimb_page(report)),
+    }
+
+
 REPORT_KIND = ReportKind(
     name=KIND,
     report_file=REPORT_FILE,
     recompute=recompute_hillclimb_folder,
     summarize=hillclimb_summary,
+    derive=derived_hillclimb_files,
+    records=("loop.json", "config.toml", "final.diff", "original/", "steps/"),
 )

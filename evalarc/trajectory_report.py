@@ -16,11 +16,13 @@ from typing import Any
 from evalarc.bundle import (
     MAX_REPORT_JSON_BYTES,
     PARAMS_FILE,
+    Derived,
     EvidenceFolder,
     ReportKind,
     copy_verified,
     params_document,
     staged_folder,
+    text_bytes,
     write_json,
     write_text,
 )
@@ -145,9 +147,19 @@ def trajectory_summary(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def derived_trajectory_files(
+    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+) -> Derived:
+    """The page ``write_trajectory_folder`` derives from the report, for ``verify``."""
+    from evalarc.site.trajectory_page import render_trajectory_page
+
+    return {PAGE_FILE: text_bytes(render_trajectory_page(report))}
+
+
 REPORT_KIND = ReportKind(
     name=KIND,
     report_file=REPORT_FILE,
     recompute=recompute_trajectory_folder,
     summarize=trajectory_summary,
+    derive=derived_trajectory_files,
 )

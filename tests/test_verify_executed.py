@@ -87,7 +87,9 @@ def test_a_resolved_evaluation_verifies(folders: dict[str, Path]) -> None:
     files = result["files"]
     assert {"evaluation.json", "params.json", "recordings/index.json", "candidate/main.py",
             "candidate/TASK.md"} <= set(files)
-    assert sum(1 for name in files if name.endswith(".jsonl")) == 8  # 2 seeds x 4 episodes
+    recordings = [name for name in files if name.startswith("recordings/") and name.endswith(".jsonl")]
+    assert len(recordings) == 8  # 2 seeds x 4 episodes
+    assert files["events.jsonl"]["role"] == "regenerated"
     assert run("verify", folders["reference"], "--require-accepted").exit_code == 0
 
 

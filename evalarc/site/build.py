@@ -30,7 +30,7 @@ import posixpath
 import re
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -44,14 +44,15 @@ from evalarc.bundle import (
     PARAMS_FILE,
     EvidenceFolder,
     load_report_json,
+    scan_tree,
     staged_folder,
     write_bytes,
     write_json,
     write_text,
 )
-from evalarc.canonical import sha256_bytes
+from evalarc.canonical import pretty_json, sha256_bytes
 from evalarc.clock import timestamp
-from evalarc.errors import EvalArcError, InputError, OutputError, UsageError
+from evalarc.errors import EvalArcError, InputError, OutputError, UsageError, VerificationError
 from evalarc.site.render import render_page
 
 SITE_SCHEMA = "evalarc.site.v1"
@@ -195,16 +196,23 @@ class BundlePage:
     passed: bool
     verdict: str
     html: str
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Every verified file of the bundle but its page and manifest: SHA-256, size and role."""
 
 
 def render_bundle(bundle: Path) -> BundlePage:
     """Verify the report folder ``bundle`` by recomputation and render its site page.
 
-    Raises VerificationError (from verify) or InputError; the caller adds the bundle's name."""
-    from evalarc.verify import verify_report_folder
+    Raises VerificationError (from verify) or InputError; the caller adds the bundle's name.
+    The bundle's own page and manifest are the caller's to compare."""
+    from evalarc.verify import check_report_folder
 
-    summary = verify_report_folder(bundle)
-    kind_name = str(summary["kind"])
+    verdict = check_report_folder(bundle, site_bundle=True)
+    page = _bundle_page(bundle, verdict.kind.name, bool(verdict.summary["passed"]))
+    return replace(page, files=verdict.files)
+
+
+def _bundle_page(bundle: Path, kind_name: str, passed: bool) -> BundlePage:
     kind = PAGE_KINDS.get(kind_name)
     if kind is None:
         raise InputError(f"no site page is defined for {kind_name} reports")
@@ -213,7 +221,36 @@ def render_bundle(bundle: Path) -> BundlePage:
     report = load_report_json(folder, kind.report_file)
     view = kind.build(folder, params, report)
     html = render_site_page(view.template, title=view.title, home=REPORT_HOME, page=view.model)
-    return BundlePage(kind_name, bool(summary["passed"]), view.verdict, html)
+    return BundlePage(kind_name, passed, view.verdict, html)
+
+
+def check_bundle_files(bundle: Path, verdict: Any) -> dict[str, dict[str, Any]]:
+    """For a bundle verified on its own (``evalarc verify site/reports/x``): its site page must
+    be the one rendered from it and its manifest must list exactly the bundle's files; return
+    both as regenerated files."""
+    from evalarc.verify import REGENERATED
+
+    folder = EvidenceFolder(bundle)
+    page = _bundle_page(bundle, verdict.kind.name, bool(verdict.summary["passed"]))
+    data = folder.read_bytes(PAGE_FILE)
+    if data != page.html.encode("utf-8"):
+        raise VerificationError(f"{PAGE_FILE} differs from the page rendered from its bundle")
+    manifest = load_report_json(folder, BUNDLE_MANIFEST)
+    label = manifest.get("source")
+    if not isinstance(label, str):
+        raise VerificationError(f"{BUNDLE_MANIFEST} names no source")
+    listed = {
+        name: {"sha256": row["sha256"], "bytes": row["bytes"]}
+        for name, row in verdict.files.items()
+    }
+    listed[PAGE_FILE] = {"sha256": sha256_bytes(data), "bytes": len(data)}
+    expected = pretty_json(bundle_manifest(verdict.kind.name, label, listed)).encode("utf-8")
+    if folder.read_bytes(BUNDLE_MANIFEST) != expected:
+        raise VerificationError(f"{BUNDLE_MANIFEST} does not list exactly the bundle's files")
+    return {
+        name: {**folder.files_json()[name], "role": REGENERATED}
+        for name in (PAGE_FILE, BUNDLE_MANIFEST)
+    }
 
 
 def bundle_files(bundle: Path) -> dict[str, dict[str, Any]]:
@@ -579,23 +616,29 @@ def _refuse_nesting(output: Path, inputs: Sequence[Path]) -> None:
 
 
 def _copy_bundle(source: ReportSource, dest: Path) -> None:
-    total = 0
-    for relative, path in _sorted_walk(source.path):
-        if relative == PAGE_FILE:
+    """Copy a report folder into the site, refusing it (before a byte is copied) when it holds
+    a symlink, hard link, device file, a name with control characters, or too much; what is
+    copied is then verified from the copy, where an unknown or active file refuses it too."""
+    tree = scan_tree(
+        source.path,
+        shown=str(source.path),
+        max_files=MAX_BUNDLE_FILES,
+        max_bytes=MAX_BUNDLE_BYTES,
+        error=InputError,
+    )
+    for item in tree:
+        if item.relative == PAGE_FILE:
             continue  # replaced by the site page
-        if relative == BUNDLE_MANIFEST:
+        if item.relative == BUNDLE_MANIFEST:
             raise InputError(f"{source.path}/{BUNDLE_MANIFEST}: a reserved file name")
-        size = path.stat().st_size
-        if size > MAX_EVIDENCE_FILE_BYTES:
-            raise InputError(f"{source.path}/{relative} exceeds {MAX_EVIDENCE_FILE_BYTES} bytes")
-        total += size
-        if total > MAX_BUNDLE_BYTES:
-            raise InputError(f"{source.path} exceeds {MAX_BUNDLE_BYTES} bytes")
         try:
-            data = path.read_bytes()
+            with item.path.open("rb") as handle:
+                data = handle.read(MAX_EVIDENCE_FILE_BYTES + 1)
         except OSError as error:
-            raise InputError(f"cannot read {path}: {error.strerror or error}") from None
-        write_bytes(dest.joinpath(*PurePosixPath(relative).parts), data)
+            raise InputError(f"cannot read {item.path}: {error.strerror or error}") from None
+        if len(data) != item.bytes:
+            raise InputError(f"{source.path}/{item.relative} changed while it was being copied")
+        write_bytes(dest.joinpath(*PurePosixPath(item.relative).parts), data)
 
 
 def build_site(

@@ -8,27 +8,37 @@ rebuild when the report folders or docs change.
   of the current build, refuses a Host header other than ``127.0.0.1:PORT``/``localhost:PORT``
   with 421 (DNS rebinding), lists no directories and sends ``nosniff``, ``no-referrer``,
   ``no-store`` and ``DENY`` framing headers.
+- Every response carries a Content-Security-Policy: an EvalArc page gets the policy its own
+  ``<meta>`` declares, anything else ``default-src 'none'; sandbox``. The Content-Type comes from
+  :data:`CONTENT_TYPES` (pages as HTML, evidence as JSON, plain text or bytes); a file of any
+  other type, an HTML file that is not one of EvalArc's pages, is not served.
+- A malformed request (``GET /%00``, a bad percent-encoding, ``..``) gets a plain-text 400 and
+  the server keeps serving.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from html import unescape as html_unescape
 from http import HTTPStatus
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from io import BytesIO
-from pathlib import Path
-from socketserver import BaseServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from evalarc.errors import EvalArcError, OutputError
 from evalarc.resources import bundled_dir
-from evalarc.site.build import SiteOptions, build_site
+from evalarc.site.build import DOCS_DIR, PAGE_FILE, REPORTS_DIR, SiteOptions, build_site
+from evalarc.terminal import has_unsafe_characters
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -102,42 +112,171 @@ def _snapshot(paths: Sequence[Path]) -> frozenset[tuple[str, int, int]]:
     return frozenset(found)
 
 
-class _Handler(SimpleHTTPRequestHandler):
-    """Static files of the current build; nothing else."""
+CONTENT_TYPES: dict[str, str] = {
+    ".html": "text/html; charset=utf-8",
+    ".json": "application/json",
+    ".jsonl": "text/plain; charset=utf-8",
+    ".md": "text/plain; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+    ".diff": "text/plain; charset=utf-8",
+    ".toml": "text/plain; charset=utf-8",
+    ".xml": "text/plain; charset=utf-8",
+    ".py": "text/plain; charset=utf-8",
+    ".js": "text/plain; charset=utf-8",
+    ".mjs": "text/plain; charset=utf-8",
+    ".ts": "text/plain; charset=utf-8",
+    ".csv": "text/plain; charset=utf-8",
+    ".yaml": "text/plain; charset=utf-8",
+    ".yml": "text/plain; charset=utf-8",
+    ".eval": "application/octet-stream",
+    "": "application/octet-stream",
+}
+"""The only types ``site serve`` sends, by file suffix: EvalArc's pages as HTML, JSON as JSON,
+every other evidence file as plain text or bytes (never a type a browser runs). A file of any
+other suffix is not served."""
+SANDBOX_POLICY = "default-src 'none'; sandbox"
+"""The Content-Security-Policy of everything that is not one of EvalArc's pages: no script, no
+same-origin access, nothing loaded."""
+_PAGE_POLICY = re.compile(rb'<meta http-equiv="Content-Security-Policy" content="([^"]{1,4096})">')
+
+
+def is_site_page(relative: str) -> bool:
+    """Whether ``relative`` (a path inside a built site) is one of EvalArc's pages."""
+    parts = relative.split("/")
+    if relative == PAGE_FILE:
+        return True
+    if len(parts) == 3 and parts[0] == REPORTS_DIR and parts[2] == PAGE_FILE:
+        return True
+    return len(parts) == 2 and parts[0] == DOCS_DIR and parts[1].endswith(".html")
+
+
+def page_policy(html: bytes) -> str | None:
+    """The Content-Security-Policy a page declares in its own ``<meta>`` (entities undone)."""
+    match = _PAGE_POLICY.search(html[:16384])
+    if match is None:
+        return None
+    return html_unescape(match.group(1).decode("utf-8", errors="replace"))
+
+
+def request_path(target: str) -> str | None:
+    """The site-relative path a request target names, or None when it is malformed (a NUL or
+    other control character, a backslash, ``..``, bad percent-encoding, not starting ``/``)."""
+    if not target.startswith("/") or len(target) > 2048:
+        return None
+    path = urlsplit(target).path
+    try:
+        decoded = unquote(path, errors="strict")
+    except UnicodeDecodeError:
+        return None
+    if has_unsafe_characters(decoded) or "\\" in decoded:
+        return None
+    parts = [part for part in decoded.split("/") if part]
+    if any(part in (".", "..") for part in parts):
+        return None
+    relative = "/".join(parts)
+    return relative + "/" if decoded.endswith("/") and relative else relative
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Static files of the current build, with EvalArc's headers; nothing else."""
 
     server: _SiteHTTPServer
-
-    def __init__(self, request: Any, client_address: Any, server: BaseServer) -> None:
-        assert isinstance(server, _SiteHTTPServer)
-        root = server.builds.served()
-        super().__init__(request, client_address, server, directory=str(root or server.empty))
+    server_version = "EvalArc"
+    sys_version = ""
+    error_content_type = "text/plain; charset=utf-8"
+    error_message_format = "%(code)d %(message)s\n"
 
     def _host_allowed(self) -> bool:
         port = self.server.server_address[1]
         return self.headers.get("Host", "") in (f"{HOST}:{port}", f"localhost:{port}")
 
     def do_GET(self) -> None:
-        if not self._host_allowed():
-            self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "Unknown host")
-            return
-        super().do_GET()
+        self._respond(body=True)
 
     def do_HEAD(self) -> None:
+        self._respond(body=False)
+
+    def _respond(self, *, body: bool) -> None:
         if not self._host_allowed():
             self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "Unknown host")
             return
-        super().do_HEAD()
+        relative = request_path(self.path)
+        if relative is None:
+            self.send_error(HTTPStatus.BAD_REQUEST, "Bad request")
+            return
+        root = self.server.builds.served()
+        if root is None:
+            self.send_error(HTTPStatus.SERVICE_UNAVAILABLE, "No build yet")
+            return
+        if relative == "" or relative.endswith("/"):
+            relative += PAGE_FILE
+        target = root.joinpath(*relative.split("/"))
+        try:
+            info = os.lstat(target)
+        except (OSError, ValueError):
+            self.send_error(HTTPStatus.NOT_FOUND, "Not found")
+            return
+        if stat.S_ISDIR(info.st_mode) and (target / PAGE_FILE).is_file():
+            self.send_response(HTTPStatus.MOVED_PERMANENTLY)
+            self.send_header("Location", "/" + relative + "/")
+            self.send_header("Content-Length", "0")
+            self._security_headers(SANDBOX_POLICY)
+            self.end_headers()
+            return
+        suffix = PurePosixPath(relative.lower()).suffix
+        content_type = CONTENT_TYPES.get(suffix)
+        if not stat.S_ISREG(info.st_mode) or content_type is None:
+            self.send_error(HTTPStatus.NOT_FOUND, "Not found")
+            return
+        try:
+            data = target.read_bytes()
+        except OSError:
+            self.send_error(HTTPStatus.NOT_FOUND, "Not found")
+            return
+        policy = SANDBOX_POLICY
+        if suffix == ".html":
+            declared = page_policy(data) if is_site_page(relative) else None
+            if declared is None:
+                self.send_error(HTTPStatus.NOT_FOUND, "Not found")
+                return
+            policy = declared
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self._security_headers(policy)
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
 
-    def list_directory(self, path: str | Any) -> BytesIO | None:
-        self.send_error(HTTPStatus.NOT_FOUND, "No directory listings")
-        return None
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # Every refusal is plain text (error_content_type) under the sandbox policy, never HTML.
+        super().send_error(code, message, None)
+
+    def _security_headers(self, policy: str) -> None:
+        self.send_header("Content-Security-Policy", policy)
+        self._sent_policy = True
 
     def end_headers(self) -> None:
+        if not getattr(self, "_sent_policy", False):
+            self.send_header("Content-Security-Policy", SANDBOX_POLICY)
+        self._sent_policy = False
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
         super().end_headers()
+
+    def handle_one_request(self) -> None:
+        try:
+            super().handle_one_request()
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
+        except Exception:  # a malformed request must never take the server down
+            self.close_connection = True
+            with contextlib.suppress(Exception):
+                self.send_error(HTTPStatus.BAD_REQUEST, "Bad request")
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: the terminal shows builds, not every request
@@ -145,6 +284,9 @@ class _Handler(SimpleHTTPRequestHandler):
 
 class _SiteHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return  # a broken connection is the client's business; the server keeps serving
 
     def __init__(self, port: int, builds: _Builds, empty: Path) -> None:
         self.builds = builds

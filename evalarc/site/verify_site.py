@@ -2,18 +2,22 @@
 
 Steps (every problem is collected; the error names the first file and counts the rest):
 
-1. ``manifest.json`` (``evalarc.site.v1``) is read strictly; a newer schema is refused.
-2. Every file in the site must be listed, either in ``manifest.json`` (the index and the docs) or
-   in its bundle's ``evalarc-bundle.json``; every listed file must exist with its SHA-256 and
-   size; each bundle manifest must hash to what ``manifest.json`` records. So an added, removed
-   or edited file is named.
-3. Every bundle is verified as a report folder by recomputation
-   (:func:`evalarc.verify.verify_report_folder`: edited inputs, recordings, params or report
-   JSON fail here even when the manifests were rewritten to match).
-4. Every page is rendered again with the builder's own functions and compared byte for byte: the
-   report pages from their bundles, the docs from their bundled Markdown, the index from the
-   recorded options and the recomputed verdicts.
-5. Every page passes the page checker (:mod:`evalarc.site.check`).
+1. The whole tree is scanned from ``lstat`` alone (:func:`evalarc.bundle.scan_tree`): bounded
+   depth, file count and apparent size, and no symlink, hard link, device or control-character
+   name, before a byte is read. ``manifest.json`` (``evalarc.site.v1``) is read strictly; a
+   newer schema is refused. A file outside the index, the listed docs and the listed bundles
+   is refused before anything is hashed.
+2. Every bundle is verified as a report folder by recomputation
+   (:func:`evalarc.verify.check_report_folder`): each of its files is a preserved input bound
+   by hash to its report, or a file rendered again and compared byte for byte, or refused (an
+   unknown file, an active document). Its page is rendered again and compared, and its
+   ``evalarc-bundle.json`` must list exactly those files with the hashes just computed, and
+   hash to what ``manifest.json`` records.
+3. The docs and the index are rendered again with the builder's own functions and compared
+   byte for byte.
+4. Every page (all of them EvalArc's by now) passes the page checker (:mod:`evalarc.site.check`).
+
+``verify --json`` lists every file with its role: ``preserved`` (a) or ``regenerated`` (b).
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalarc.bundle import EvidenceFolder, load_report_json
+from evalarc.bundle import MAX_TREE_DEPTH, EvidenceFolder, load_report_json, scan_tree, shown_name
 from evalarc.canonical import sha256_bytes
 from evalarc.errors import EvalArcError, VerificationError
 from evalarc.site.build import (
     BUNDLE_MANIFEST,
     BUNDLE_SCHEMA,
     DOCS_DIR,
+    MAX_DOC_BYTES,
     PAGE_FILE,
     REPORTS_DIR,
     SITE_MANIFEST,
@@ -42,9 +47,8 @@ from evalarc.site.build import (
     render_bundle,
     render_doc,
     render_index,
-    walk_files,
 )
-from evalarc.site.check import check_site
+from evalarc.site.check import check_page
 
 SITE_SCOPE = (
     "Every file was checked against the site's SHA-256 manifests, every bundled report was "
@@ -53,6 +57,9 @@ SITE_SCOPE = (
     "origin is not authenticated."
 )
 MAX_SITE_FILES = 200_000
+MAX_SITE_BYTES = 16 * 1024 * 1024 * 1024
+"""Apparent bytes a site may hold (each bundle is bounded more tightly by its own check)."""
+MAX_BUNDLE_MANIFEST_BYTES = 16 * 1024 * 1024
 _BUNDLE_PATH = re.compile(rf"{REPORTS_DIR}/[a-z0-9][a-z0-9-]*")
 _DOC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\.md")
 _SCHEMA = re.compile(r"evalarc\.site\.v(\d+)")
@@ -165,9 +172,20 @@ def _docs(manifest: Mapping[str, Any]) -> list[str]:
 
 def verify_site(root: Path) -> dict[str, Any]:
     """Verify the site at ``root``; raise VerificationError naming the first bad file."""
-    from evalarc.verify import VERIFICATION_SCHEMA
+    from evalarc.verify import PRESERVED, REGENERATED, VERIFICATION_SCHEMA
 
     folder = EvidenceFolder(root)
+    shown = str(root)
+    # The whole tree from lstat alone, before any byte is hashed: depth, counts and sizes are
+    # bounded, links, devices and control-character names refused.
+    tree = scan_tree(
+        folder.root,
+        shown=shown,
+        max_files=MAX_SITE_FILES,
+        max_bytes=MAX_SITE_BYTES,
+        max_depth=MAX_TREE_DEPTH + 2,
+    )
+    present = {item.relative for item in tree}
     manifest = _read_manifest(folder)
     options = manifest.get("options")
     if not isinstance(options, dict):
@@ -183,106 +201,78 @@ def verify_site(root: Path) -> dict[str, Any]:
     expected_loose |= {f"{DOCS_DIR}/{name[:-3]}.html" for name in docs}
     for name in sorted(set(loose) ^ expected_loose):
         side = "lists" if name in loose else "does not list"
-        findings.add(f"{SITE_MANIFEST} {side} {name}")
+        findings.add(f"{SITE_MANIFEST} {side} {shown_name(name)}")
+    bundle_paths = {report.path for report in reports}
+    for name in sorted(present):
+        top = "/".join(name.split("/", 2)[:2])
+        if name != SITE_MANIFEST and name not in expected_loose and top not in bundle_paths:
+            findings.add(f"{shown_name(name)} is not listed in any manifest of this site")
+    findings.raise_if_any()  # nothing unknown is read, let alone hashed
 
-    # Every listed file, with the manifest that lists it.
-    listed: dict[str, tuple[str, int, str]] = {
-        name: (*record, SITE_MANIFEST) for name, record in loose.items()
-    }
-    listed[SITE_MANIFEST] = ("", 0, "")
-    bundle_ok: dict[str, bool] = {}
+    roles: dict[str, dict[str, Any]] = {}
+    pages: list[str] = []
+    entries: list[IndexEntry] = []
+    results: list[dict[str, Any]] = []
     for report in reports:
-        manifest_path = f"{report.path}/{BUNDLE_MANIFEST}"
-        listed[manifest_path] = ("", 0, "")
-        bundle_ok[report.path] = False
-        try:
-            data = folder.read_bytes(manifest_path)
-        except EvalArcError as error:
-            findings.add(error.message)
-            continue
-        if sha256_bytes(data) != report.manifest_sha256:
-            findings.add(f"{manifest_path} differs from the SHA-256 {SITE_MANIFEST} records")
-            continue
-        try:
-            bundle = load_report_json(folder, manifest_path)
-            if bundle.get("schema_version") != BUNDLE_SCHEMA:
-                raise VerificationError(f"{manifest_path} is not an EvalArc bundle manifest")
-            if bundle.get("kind") != report.kind or bundle.get("source") != report.label:
-                raise VerificationError(f"{manifest_path} disagrees with {SITE_MANIFEST}")
-            files = _file_table(bundle.get("files"), manifest_path)
-        except EvalArcError as error:
-            findings.add(error.message)
-            continue
-        if PAGE_FILE not in files:
-            findings.add(f"{manifest_path} does not list the page {PAGE_FILE}")
-        for name, record in files.items():
-            listed[f"{report.path}/{name}"] = (*record, manifest_path)
-        bundle_ok[report.path] = True
+        problems = _verify_bundle(folder, report, present, roles, entries, results)
+        for problem in problems:
+            findings.add(problem)
+        if not problems:
+            pages.append(f"{report.path}/{PAGE_FILE}")
 
-    try:
-        present = {relative for relative, _ in walk_files(folder.root, limit=MAX_SITE_FILES)}
-    except EvalArcError as error:
-        raise VerificationError(error.message) from None
-    for name in sorted(present - set(listed)):
-        findings.add(f"{name} is not listed in any manifest of this site")
-    for name, (digest, size, owner) in sorted(listed.items()):
-        if not owner:
-            continue
+    for name, (digest, size) in sorted(loose.items()):
         if name not in present:
-            findings.add(f"{name} is missing (listed in {owner})")
+            findings.add(f"{shown_name(name)} is missing (listed in {SITE_MANIFEST})")
             continue
         try:
-            folder.hash_file(name)
+            folder.hash_file(name, limit=MAX_DOC_BYTES * 4)
         except EvalArcError as error:
             findings.add(error.message)
             continue
         found = folder.files[name]
         if found.sha256 != digest or found.bytes != size:
-            findings.add(f"{name} differs from its SHA-256 in {owner}")
-
-    entries: list[IndexEntry] = []
-    results: list[dict[str, Any]] = []
-    for report in reports:
-        slug = report.path.split("/", 1)[1]
-        if not bundle_ok[report.path]:
-            continue
-        try:
-            page = render_bundle(folder.root / REPORTS_DIR / slug)
-        except EvalArcError as error:
-            findings.add(f"{report.path}: {error.message}")
-            continue
-        if page.kind != report.kind:
-            findings.add(f"{report.path} holds a {page.kind} report, not {report.kind}")
-        page_name = f"{report.path}/{PAGE_FILE}"
-        if name_differs(folder, page_name, page.html):
-            findings.add(f"{page_name} differs from the page rendered from its bundle")
-        entries.append(IndexEntry(slug, report.label, page.kind, page.passed, page.verdict))
-        results.append({"path": report.path, "kind": page.kind, "passed": page.passed})
+            findings.add(f"{name} differs from its SHA-256 in {SITE_MANIFEST}")
 
     titles: list[tuple[str, str]] = []
     texts: dict[str, str] = {}
     for name in docs:
         source = f"{DOCS_DIR}/{name}"
         try:
-            texts[name] = decode_doc(source, folder.read_bytes(source))
+            texts[name] = decode_doc(source, folder.read_bytes(source, limit=MAX_DOC_BYTES))
         except EvalArcError as error:
             findings.add(error.message)
             continue
         titles.append((name, doc_title(texts[name], name[:-3])))
+        roles[source] = {**folder.files_json()[source], "role": PRESERVED}
     for name, text in texts.items():
         html = render_doc(text, title=doc_title(text, name[:-3]), docs=doc_links(titles, ""))
         page_name = f"{DOCS_DIR}/{name[:-3]}.html"
         if name_differs(folder, page_name, html):
             findings.add(f"{page_name} differs from the page rendered from {DOCS_DIR}/{name}")
+        else:
+            pages.append(page_name)
+            roles[page_name] = {**folder.files_json()[page_name], "role": REGENERATED}
 
     if len(entries) == len(reports) and len(texts) == len(docs):
         index = render_index(title, built_at, entries, doc_links(titles, f"{DOCS_DIR}/"))
         if name_differs(folder, PAGE_FILE, index):
             findings.add(f"{PAGE_FILE} differs from the index rendered from {SITE_MANIFEST}")
+        else:
+            pages.append(PAGE_FILE)
+            roles[PAGE_FILE] = {**folder.files_json()[PAGE_FILE], "role": REGENERATED}
 
-    for problem in check_site(folder.root):
-        findings.add(str(problem))
     findings.raise_if_any()
+    # Every page is now one EvalArc rendered; check each (links resolve, CSP holds).
+    for page in sorted(pages):
+        for page_problem in check_page(folder.root / page, folder.root):
+            findings.add(str(page_problem))
+    findings.raise_if_any()
+    manifest_data = folder.read_bytes(SITE_MANIFEST)
+    roles[SITE_MANIFEST] = {
+        "sha256": sha256_bytes(manifest_data),
+        "bytes": len(manifest_data),
+        "role": PRESERVED,
+    }
     return {
         "schema_version": VERIFICATION_SCHEMA,
         "verified": True,
@@ -290,9 +280,113 @@ def verify_site(root: Path) -> dict[str, Any]:
         "passed": all(result["passed"] for result in results),
         "reports": results,
         "docs": docs,
-        "files": folder.files_json(),
+        "files": dict(sorted(roles.items())),
         "scope": SITE_SCOPE,
     }
+
+
+def _verify_bundle(
+    folder: EvidenceFolder,
+    report: _Report,
+    present: set[str],
+    roles: dict[str, dict[str, Any]],
+    entries: list[IndexEntry],
+    results: list[dict[str, Any]],
+) -> list[str]:
+    """Verify one bundle: its manifest against the site manifest, the bundle by recomputation
+    (which refuses unknown files), its page by rendering, its manifest's table against the
+    hashes verification recorded. The problems found (none: it verified)."""
+    from evalarc.verify import REGENERATED
+
+    manifest_path = f"{report.path}/{BUNDLE_MANIFEST}"
+    page_name = f"{report.path}/{PAGE_FILE}"
+    if manifest_path not in present:
+        return [f"{manifest_path} is missing (listed in {SITE_MANIFEST})"]
+    try:
+        data = folder.read_bytes(manifest_path, limit=MAX_BUNDLE_MANIFEST_BYTES)
+        if sha256_bytes(data) != report.manifest_sha256:
+            return [f"{manifest_path} differs from the SHA-256 {SITE_MANIFEST} records"]
+        bundle = load_report_json(folder, manifest_path)
+        if bundle.get("schema_version") != BUNDLE_SCHEMA:
+            return [f"{manifest_path} is not an EvalArc bundle manifest"]
+        if bundle.get("kind") != report.kind or bundle.get("source") != report.label:
+            return [f"{manifest_path} disagrees with {SITE_MANIFEST}"]
+        listed = _file_table(bundle.get("files"), manifest_path)
+    except EvalArcError as error:
+        return [error.message]
+    if PAGE_FILE not in listed:
+        return [f"{manifest_path} does not list the page {PAGE_FILE}"]
+    # Before any recomputation: the bundle's files against its manifest, by name, then by
+    # hash (the bundle's tree is bounded by scan_tree first, so no oversized set is hashed).
+    slug = report.path.split("/", 1)[1]
+    try:
+        tree = scan_tree(folder.root / REPORTS_DIR / slug, shown=report.path)
+    except EvalArcError as error:
+        return [error.message]
+    on_disk = {item.relative for item in tree} - {BUNDLE_MANIFEST}
+    problems: list[str] = []
+    for name in sorted(on_disk - set(listed)):
+        problems.append(
+            f"{report.path}/{shown_name(name)} is not listed in any manifest of this site"
+        )
+    for name in sorted(set(listed) - on_disk):
+        problems.append(f"{report.path}/{shown_name(name)} is missing (listed in {manifest_path})")
+    for name in sorted(set(listed) & on_disk):
+        try:
+            folder.hash_file(f"{report.path}/{name}")
+        except EvalArcError as error:
+            problems.append(error.message)
+            continue
+        record = folder.files[f"{report.path}/{name}"]
+        if (record.sha256, record.bytes) != listed[name]:
+            problems.append(f"{report.path}/{name} differs from its SHA-256 in {manifest_path}")
+    if problems:
+        return problems
+    try:
+        page = render_bundle(folder.root / REPORTS_DIR / slug)
+    except EvalArcError as error:
+        return [f"{report.path}: {error.message}"]
+    if page.kind != report.kind:
+        problems.append(f"{report.path} holds a {page.kind} report, not {report.kind}")
+    found = {name: (row["sha256"], row["bytes"]) for name, row in page.files.items()}
+    page_data: bytes | None = None
+    if page_name in present:
+        try:
+            page_data = folder.read_bytes(page_name)
+        except EvalArcError as error:
+            problems.append(error.message)
+    if page_data is not None:
+        found[PAGE_FILE] = (sha256_bytes(page_data), len(page_data))
+    for name in sorted(set(listed) | set(found)):
+        if name not in found:
+            problems.append(
+                f"{report.path}/{shown_name(name)} is missing (listed in {manifest_path})"
+            )
+        elif name not in listed:
+            problems.append(f"{report.path}/{shown_name(name)} is not listed in {manifest_path}")
+        elif listed[name] != found[name]:
+            problems.append(f"{report.path}/{name} differs from its SHA-256 in {manifest_path}")
+    if page_data is not None and page_data != page.html.encode("utf-8"):
+        problems.append(f"{page_name} differs from the page rendered from its bundle")
+    if problems:
+        return problems
+    assert page_data is not None
+    page_record = folder.files[page_name]
+    for name, row in page.files.items():
+        roles[f"{report.path}/{name}"] = row
+    roles[page_name] = {
+        "sha256": page_record.sha256,
+        "bytes": page_record.bytes,
+        "role": REGENERATED,
+    }
+    roles[manifest_path] = {
+        "sha256": sha256_bytes(data),
+        "bytes": len(data),
+        "role": REGENERATED,
+    }
+    entries.append(IndexEntry(slug, report.label, page.kind, page.passed, page.verdict))
+    results.append({"path": report.path, "kind": page.kind, "passed": page.passed})
+    return []
 
 
 def name_differs(folder: EvidenceFolder, name: str, html: str) -> bool:

@@ -1,0 +1,48 @@
+"""Text from strangers, made safe to print: one helper for every line EvalArc writes to a terminal.
+
+A name or message read from an input file may hold control characters (an ANSI escape that
+recolours the terminal, a carriage return that overwrites the line) or bidi controls (U+202E
+turns ``x‮LMTH.exe: diff, fail`` around). :func:`escape_controls` spells every such character as
+a ``\\uXXXX`` escape, which is also its JSON spelling, so a JSON document passed through it stays
+the same JSON value. Line breaks and tabs are kept only where the caller allows them.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+_KEPT = frozenset({"\n", "\t"})
+
+
+def _unsafe(char: str) -> bool:
+    if char == " ":
+        return False
+    category = unicodedata.category(char)
+    # Cc control, Cf format (bidi, zero-width), Cs lone surrogate, Co private use, Cn unassigned,
+    # Zl/Zp line and paragraph separators; Zs other spaces are shown as they are.
+    return category[0] == "C" or category in ("Zl", "Zp")
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def escape_controls(text: str, *, keep: frozenset[str] = frozenset()) -> str:
+    """``text`` with every control, format (bidi), surrogate, private-use or unassigned
+    character and line/paragraph separator written as ``\\uXXXX``; characters in ``keep``
+    (e.g. ``"\\n"``) stay as they are."""
+    if text.isascii() and text.isprintable():
+        return text  # the common case, without a per-character loop
+    return "".join(_escape(char) if char not in keep and _unsafe(char) else char for char in text)
+
+
+def terminal_text(text: str) -> str:
+    """What EvalArc prints for ``text``: line breaks and tabs kept, everything else unsafe
+    escaped (see :func:`escape_controls`)."""
+    return escape_controls(text, keep=_KEPT)
+
+
+def has_unsafe_characters(name: str) -> bool:
+    """Whether ``name`` holds a character :func:`escape_controls` would escape."""
+    return any(_unsafe(char) for char in name)
