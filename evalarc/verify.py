@@ -51,8 +51,8 @@ SCOPE = (
     "saved report; every derived file (summary, case lines, failure lists, events, page) was "
     "rendered again and compared byte for byte, and no other file is allowed. Preserved files "
     "are bound by SHA-256 to the report that names them: that proves they are the bytes the "
-    "report was computed from, not that they are what the source tools wrote; the source tools' "
-    "grading was not rerun and the inputs' origin is not authenticated."
+    "report was computed from but cannot prove they are what the source tools wrote; the source "
+    "tools' grading was not rerun and the inputs' origin is not authenticated."
 )
 VOLATILE_KEYS = ("created_at", "evalarc_version")
 PRESERVED = "preserved"

@@ -51,10 +51,12 @@ from evalarc.site.build import (
 from evalarc.site.check import check_page
 
 SITE_SCOPE = (
-    "Every file was checked against the site's SHA-256 manifests, every bundled report was "
-    "recomputed from its preserved inputs and recorded options, and every page was rendered "
-    "again and compared byte for byte; the source tools' grading was not rerun and the inputs' "
-    "origin is not authenticated."
+    "Every file is either a preserved input, bound by SHA-256 to the bundled report that names "
+    "it, or a file rendered again and compared byte for byte (report JSON, summaries, case "
+    "lines, failure lists, events, pages, manifests); nothing else is allowed. The hash binding "
+    "cannot prove that a preserved input is what the source tool wrote, only that the report "
+    "follows from it; the source tools' grading was not rerun and the inputs' origin is not "
+    "authenticated."
 )
 MAX_SITE_FILES = 200_000
 MAX_SITE_BYTES = 16 * 1024 * 1024 * 1024
