@@ -523,7 +523,6 @@ def run_audit(
                 control.backend = _live_backend(options, resolved, control, work)
         created_at = now_utc().isoformat()
         with staged_folder(output) as staging:
-            staging.chmod(0o755)
             _run_controls(controls, resolved, progress)
             audit = _write_audit_folder(
                 staging, pack, controls, options, resolved, created_at, progress.events

@@ -261,7 +261,6 @@ def run_evaluate(
         snapshot = snapshot_candidate(candidate, work / "snapshot", list(pack.default_command))
         backend = _make_backend(options, snapshot, limits, work / "cases")
         with staged_folder(output) as staging:
-            staging.chmod(0o755)
             _copy_candidate(snapshot, staging / CANDIDATE_DIR, pack, candidate)
             run = evaluate(
                 pack, snapshot, backend, seeds, limits, on_event=record_event, now=now_utc
