@@ -165,7 +165,15 @@ def params_document(kind: str, options: dict[str, JSONValue]) -> dict[str, JSONV
 # --------------------------------------------------------------------------- reading
 
 
-Derived = dict[str, bytes | Callable[[bytes], str | None]]
+@dataclass(frozen=True, slots=True)
+class Later:
+    """A derived file's bytes, made only when they are compared (a page inside a site bundle
+    is the site's page, so its stand-alone rendering is never needed there)."""
+
+    make: Callable[[], bytes]
+
+
+Derived = dict[str, bytes | Later | Callable[[bytes], str | None]]
 
 
 def text_bytes(text: str) -> bytes:

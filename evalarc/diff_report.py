@@ -14,6 +14,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    Later,
     ReportKind,
     copy_verified,
     params_document,
@@ -240,7 +241,7 @@ def derived_diff_files(
 
     return {
         "summary.md": text_bytes(markdown_summary(report)),
-        "index.html": text_bytes(render_diff_page(report)),
+        "index.html": Later(lambda: text_bytes(render_diff_page(report))),
     }
 
 

@@ -516,12 +516,14 @@ def derived_evaluation_files(
     folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
 ) -> dict[str, Any]:
     """What ``evaluate`` derives from an evaluation: its events and its page."""
-    from evalarc.bundle import text_bytes
+    from evalarc.bundle import Later, text_bytes
     from evalarc.site.evaluation_page import recording_reader, render_evaluation_page
 
     return {
         EVENTS_FILE: events_check([(None, report)]),
-        "index.html": text_bytes(render_evaluation_page(report, recording_reader(folder))),
+        "index.html": Later(
+            lambda: text_bytes(render_evaluation_page(report, recording_reader(folder)))
+        ),
     }
 
 
@@ -530,7 +532,7 @@ def derived_audit_files(
 ) -> dict[str, Any]:
     """What ``audit`` derives from an audit: each control's evaluation copy, the events (runs
     interleave when controls ran in parallel) and the page."""
-    from evalarc.bundle import text_bytes
+    from evalarc.bundle import Later, text_bytes
     from evalarc.canonical import pretty_json
     from evalarc.site.audit_page import render_audit_page
 
@@ -540,7 +542,7 @@ def derived_audit_files(
         f"{EVALUATIONS_DIR}/{name}.json": text_bytes(pretty_json(report)) for name, report in runs
     }
     derived[EVENTS_FILE] = events_check(runs)
-    derived["index.html"] = text_bytes(render_audit_page(audit))
+    derived["index.html"] = Later(lambda: text_bytes(render_audit_page(audit)))
     return derived
 
 

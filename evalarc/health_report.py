@@ -18,6 +18,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    Later,
     ReportKind,
     copy_verified,
     params_document,
@@ -262,7 +263,7 @@ def derived_health_files(
     return {
         CASE_LINES_FILE: text_bytes(lines),
         "summary.md": text_bytes(markdown_summary(report)),
-        "index.html": text_bytes(render_health_page(report, runs[-1])),
+        "index.html": Later(lambda: text_bytes(render_health_page(report, runs[-1]))),
     }
 
 

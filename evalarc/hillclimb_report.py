@@ -21,6 +21,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    Later,
     ReportKind,
     copy_verified,
     params_document,
@@ -315,7 +316,7 @@ def derived_hillclimb_files(
     return {
         TUNING_FAILURES_FILE: text_bytes(pretty_json(tuning_failures_document(report))),
         "summary.md": text_bytes(markdown_summary(report)),
-        "index.html": text_bytes(render_hillclimb_page(report)),
+        "index.html": Later(lambda: text_bytes(render_hillclimb_page(report))),
     }
 
 

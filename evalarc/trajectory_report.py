@@ -18,6 +18,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    Later,
     ReportKind,
     copy_verified,
     params_document,
@@ -153,7 +154,7 @@ def derived_trajectory_files(
     """The page ``write_trajectory_folder`` derives from the report, for ``verify``."""
     from evalarc.site.trajectory_page import render_trajectory_page
 
-    return {PAGE_FILE: text_bytes(render_trajectory_page(report))}
+    return {PAGE_FILE: Later(lambda: text_bytes(render_trajectory_page(report)))}
 
 
 REPORT_KIND = ReportKind(

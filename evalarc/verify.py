@@ -37,6 +37,7 @@ from evalarc.bundle import (
     PARAMS_SCHEMA,
     Derived,
     EvidenceFolder,
+    Later,
     ReportKind,
     is_active,
     load_report_json,
@@ -254,6 +255,8 @@ def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderV
                 continue  # a folder without its page (e.g. one being bundled) shows nothing
             raise VerificationError(f"{prefix}{name} is missing")
         data = folder.read_bytes(name)
+        if isinstance(expected, Later):
+            expected = expected.make()
         problem = expected(data) if callable(expected) else None
         if problem is None and not callable(expected) and data != expected:
             problem = f"{name} differs from the one rendered again from the verified report"
@@ -316,13 +319,14 @@ def verify_report_folder(evidence: Path, *, site_bundle: bool = False) -> dict[s
 
     if not evidence.is_symlink() and is_site(evidence):
         return verify_site(evidence)
-    bundle = not site_bundle and evidence.is_dir() and (evidence / "evalarc-bundle.json").is_file()
-    verdict = check_report_folder(evidence, site_bundle=site_bundle or bundle)
+    given = _folder_of(evidence)
+    bundle = not site_bundle and (given / "evalarc-bundle.json").is_file()
+    verdict = check_report_folder(given, site_bundle=site_bundle or bundle)
     files = verdict.files
     if bundle:
         from evalarc.site.build import check_bundle_files
 
-        files = {**files, **check_bundle_files(evidence, verdict)}
+        files = {**files, **check_bundle_files(given, verdict)}
     summary = dict(verdict.summary)
     # Executed runs state their own scope (replayed through today's grader, no candidate run).
     scope = summary.pop("scope", SCOPE)
