@@ -9,9 +9,11 @@ the same JSON value. Line breaks and tabs are kept only where the caller allows 
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 _KEPT = frozenset({"\n", "\t"})
+_CANDIDATES = re.compile(r"[^\x20-\x7e]")
 
 
 def _unsafe(char: str) -> bool:
@@ -25,16 +27,25 @@ def _unsafe(char: str) -> bool:
 
 def _escape(char: str) -> str:
     code = ord(char)
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    # Beyond the BMP as a surrogate pair: the JSON spelling, so JSON output stays valid.
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def escape_controls(text: str, *, keep: frozenset[str] = frozenset()) -> str:
     """``text`` with every control, format (bidi), surrogate, private-use or unassigned
     character and line/paragraph separator written as ``\\uXXXX``; characters in ``keep``
     (e.g. ``"\\n"``) stay as they are."""
-    if text.isascii() and text.isprintable():
-        return text  # the common case, without a per-character loop
-    return "".join(_escape(char) if char not in keep and _unsafe(char) else char for char in text)
+
+    def replace(match: re.Match[str]) -> str:
+        char = match.group()
+        return char if char in keep or not _unsafe(char) else _escape(char)
+
+    # Only characters outside printable ASCII are looked at (a large JSON document is mostly
+    # ASCII, so this stays fast).
+    return _CANDIDATES.sub(replace, text)
 
 
 def terminal_text(text: str) -> str:

@@ -387,8 +387,10 @@ def test_report_folders_and_sites_respect_the_umask(reports: Path, tmp_path: Pat
 def test_every_printed_line_escapes_control_and_bidi_characters() -> None:
     assert terminal_text("x\u202eLMTH.exe: diff, fail") == "x\\u202eLMTH.exe: diff, fail"
     assert terminal_text("a\x1b[31mred\rb\nline\ttab") == "a\\u001b[31mred\\u000db\nline\ttab"
-    document = json.dumps({"name": "x\u202ey\u2028"}, ensure_ascii=False)
-    assert json.loads(terminal_text(document)) == {"name": "x\u202ey\u2028"}
+    document = json.dumps({"name": "x\u202ey\u2028\U000e0041 \U0001f600"}, ensure_ascii=False)
+    shown = terminal_text(document)
+    assert json.loads(shown) == {"name": "x\u202ey\u2028\U000e0041 \U0001f600"}
+    assert "\u202e" not in shown and "\U000e0041" not in shown and "\U0001f600" in shown
 
 
 def test_an_error_naming_a_bidi_file_is_printed_escaped(tmp_path: Path) -> None:
