@@ -397,8 +397,11 @@ def _run_controls(
             run(control)
         return
     pool = ThreadPoolExecutor(max_workers=resolved.jobs, thread_name_prefix="evalarc-audit")
-    futures: list[Future[None]] = [pool.submit(run, control) for control in controls]
+    futures: list[Future[None]] = []
     try:
+        # Submitted inside the try: a signal while submitting still stops every started worker.
+        for control in controls:
+            futures.append(pool.submit(run, control))
         pending: set[Future[None]] = set(futures)
         while pending:
             # A short timeout keeps the main thread responsive to Ctrl-C.

@@ -87,18 +87,26 @@ CANCELLING_SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Ignore the cancelling signals for the duration (cleanup that a second Ctrl-C, SIGTERM
-    or SIGHUP must not cut short); a no-op outside the main thread, where Python delivers no
-    signals anyway."""
+    """Hold the cancelling signals back for the duration (a step that a Ctrl-C, SIGTERM or
+    SIGHUP must not cut in half, such as creating the staging folder or removing it), then
+    deliver any that arrived to the handler that was in place. A no-op outside the main thread,
+    where Python delivers no signals anyway."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {number: signal.signal(number, signal.SIG_IGN) for number in CANCELLING_SIGNALS}
+    arrived: list[int] = []
+
+    def remember(signum: int, frame: object) -> None:
+        arrived.append(signum)
+
+    previous = {number: signal.signal(number, remember) for number in CANCELLING_SIGNALS}
     try:
         yield
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+        for signum in dict.fromkeys(arrived):
+            signal.raise_signal(signum)
 
 
 def current_umask() -> int:

@@ -191,3 +191,25 @@ def test_demo(tmp_path: Path) -> None:
         signal.SIGHUP,
         tmp_path,
     )
+
+
+def test_audit_output(tmp_path: Path) -> None:
+    out = tmp_path / "audit"
+    interrupt_while_writing(
+        [
+            "audit",
+            "--task",
+            "support-routing",
+            "--backend",
+            "local",
+            "--trust-local",
+            "--seeds",
+            "17",
+            "--quiet",
+            "--output",
+            str(out),
+        ],
+        out,
+        signal.SIGINT,
+        tmp_path,
+    )
