@@ -66,7 +66,7 @@ TESTCASE_CHILDREN = OUTCOME_TAGS | SUITE_EXTRAS
 _RERUN_TAGS = frozenset({"rerunFailure", "rerunError", "flakyFailure", "flakyError"})
 _DTD_MESSAGE = "JUnit XML with a DTD or entities is not accepted"
 _ERROR_DETAIL_CHARS = 200
-_READ_CHUNK = 8 * 1024 * 1024
+_READ_CHUNK = 1024 * 1024
 _UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _DECLARED_ENCODING = re.compile(rb"^\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
 _NODE_COMMENT = re.compile(r"^\s*(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ")
@@ -115,9 +115,10 @@ def read_junit_stream(stream: IO[bytes], name: str, source: Source, threshold: f
 
 
 class _CheckedReader:
-    """A source for iterparse that hands out large chunks (expat 2.5 rescans an unfinished
-    token on every feed, so 16 KiB feeds made one long attribute quadratic) and checks, on the
-    way, that bytes claiming (or defaulting to) UTF-8 are UTF-8."""
+    """A source for iterparse that hands out 1 MiB chunks (expat 2.5 rescans an unfinished
+    token on every feed, so 16 KiB feeds made one long attribute quadratic; far larger feeds
+    queue millions of parsed elements at once) and checks, on the way, that bytes claiming (or
+    defaulting to) UTF-8 are UTF-8."""
 
     def __init__(self, stream: IO[bytes], name: str) -> None:
         self._stream = stream
@@ -235,14 +236,16 @@ def _scan(stream: IO[bytes], name: str) -> tuple[Facts, list[Record]]:
                     suite_path.pop()
                     suite_index.pop()
                 if frame.kind != "outcome" and frames:
-                    # Drop what is finished: a suite holds at most its open child, so memory
-                    # stays flat however many elements the file holds. Outcome children stay
-                    # until their testcase is read.
+                    # Drop what is finished, so memory stays flat however many elements the file
+                    # holds. Every later sibling already built is reached through its own event,
+                    # so a suite's (or container's) child list is emptied whole; a testcase keeps
+                    # its outcome children until it is read.
                     element.clear()
-                    frames[-1].element.remove(element)
+                    holder = frames[-1]
+                    if holder.kind != "testcase":
+                        del holder.element[:]
                 elif frame.kind == "outcome":
-                    for grandchild in list(element):
-                        element.remove(grandchild)
+                    del element[:]
             if work > MAX_WORK:
                 raise InputError(_cap(name, f"more than {MAX_WORK:,} parser events"))
     except defusedxml.DefusedXmlException:
