@@ -335,7 +335,7 @@ def test_suite_name_stands_in_for_classname_and_other_suites_are_other_tests(
   </testsuite>
   <testsuite name="outer"><testcase name="a"><failure message="third"/></testcase></testsuite>
   <testcase name="loose"/>
-  <properties><testcase name="ghost"/></properties>
+  <properties><property name="k" value="v"/></properties>
   <testsuite name="wrapped"><testcase name="c"/></testsuite>
 </testsuites>""",
     )
@@ -487,6 +487,16 @@ def test_valid_xml_with_no_testcases_is_refused(tmp_path: Path) -> None:
             "<failed> inside <testcase>",
         ),
         ('<testsuite name="s"><test name="t"/></testsuite>', "<test> inside <testsuite>"),
+        (
+            '<testsuite name="s"><properties><testcase name="ghost"/></properties>'
+            '<testcase name="t"/></testsuite>',
+            "<testcase> inside <properties>",
+        ),
+        (
+            '<testsuite name="s"><testcase name="t"><system-out><a/></system-out></testcase>'
+            "</testsuite>",
+            "<a> inside <system-out>",
+        ),
         (
             '<testsuites><testsuite name="s"><testcase name="t"/></testsuite><a/></testsuites>',
             "<a> inside <testsuites>",

@@ -32,6 +32,7 @@ PRODUCER = {
     "jest": "jest-junit",
     "vitest": "vitest",
     "mocha": "mocha-junit-reporter",
+    "ctest": "ctest",
 }
 
 
@@ -228,6 +229,12 @@ def test_mocha_ids_are_the_full_title() -> None:
     assert "parse handles blanks" in run.cases and "parse handles blanks #2" in run.cases
     assert "top level works" in run.cases
     assert not any("::" in case for case in run.cases)
+
+
+def test_ctest_ids_are_the_test_name() -> None:
+    run = load_results(CORPUS / "ctest" / "current.xml")
+    assert {"add", "sub", "mul", "needs_network", "new_check", "stays_red"} == set(run.cases)
+    assert [a.passed for a in run.cases["needs_network"][CHECK]] == [None]  # SKIP_RETURN_CODE
 
 
 REALWORLD = CORPUS / "realworld"

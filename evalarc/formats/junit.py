@@ -64,6 +64,12 @@ OUTCOME_TAGS = frozenset(
 )
 TESTCASE_CHILDREN = OUTCOME_TAGS | SUITE_EXTRAS
 _RERUN_TAGS = frozenset({"rerunFailure", "rerunError", "flakyFailure", "flakyError"})
+_CHILDREN_OF: dict[str, frozenset[str]] = {
+    "outcome": frozenset({"stackTrace", "system-out", "system-err"}),
+    "properties": frozenset({"property"}),
+}
+"""What the inner elements may hold: Surefire's and nextest's rerun and flaky children carry a
+stack trace and output, properties hold properties; output and stack traces hold text only."""
 _DTD_MESSAGE = "JUnit XML with a DTD or entities is not accepted"
 _ERROR_DETAIL_CHARS = 200
 _READ_CHUNK = 1024 * 1024
@@ -292,6 +298,9 @@ def _classify(frames: list[_Frame], tag: str, name: str) -> str:
         if tag in TESTCASE_CHILDREN:
             return "outcome" if tag in OUTCOME_TAGS else "other"
         raise InputError(_unknown(name, tag, "testcase"))
+    allowed = _CHILDREN_OF.get(parent.tag if parent.kind == "other" else parent.kind, frozenset())
+    if tag not in allowed:
+        raise InputError(_unknown(name, tag, parent.tag))
     return "other"
 
 

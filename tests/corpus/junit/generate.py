@@ -9,6 +9,7 @@ One command per tool (see README.md in this folder):
     python tests/corpus/junit/generate.py jest   --node-modules /tmp/junit-tools/node_modules
     python tests/corpus/junit/generate.py vitest --node-modules /tmp/junit-tools/node_modules
     python tests/corpus/junit/generate.py mocha  --node-modules /tmp/junit-tools/node_modules
+    python tests/corpus/junit/generate.py ctest
 
 Each writes ``<pair>/baseline.xml`` and ``<pair>/current.xml`` (the tool's JUnit bytes), the
 verbose output the truth is read from (``*.log`` or ``*.json``), and ``<pair>/truth.json``: the
@@ -535,6 +536,42 @@ def make_mocha(modules: Path) -> None:
     write_truth(pair, "mocha + mocha-junit-reporter", version, command, sides)
 
 
+# -- ctest ----------------------------------------------------------------------------------
+
+_CTEST_LINE = re.compile(
+    r"Test +#\d+: (?P<name>\S+) \.*\s*(?:\*\*\*)?(?P<word>[A-Za-z ]+?)\s+[\d.]+ sec"
+)
+
+
+def ctest_truth(log: str) -> dict[str, list[dict[str, Any]]]:
+    """Tests from ctest's own progress lines (``1/6 Test #1: add ....   Passed  0.01 sec``)."""
+    tests: dict[str, list[dict[str, Any]]] = {}
+    for match in _CTEST_LINE.finditer(log):
+        word = match["word"].strip()
+        outcome = (
+            "pass" if word == "Passed" else "skip" if word in ("Skipped", "Not Run") else "fail"
+        )
+        tests.setdefault(match["name"], []).append({"outcome": outcome, "word": word})
+    return tests
+
+
+def make_ctest() -> None:
+    version = _run(["ctest", "--version"], HERE).splitlines()[0].strip()
+    pair = HERE / "ctest"
+    pair.mkdir(exist_ok=True)
+    project = _fresh("ctest")
+    sides = {}
+    for side in ("baseline", "current"):
+        _place(project, SOURCES / "ctest" / side)
+        build = project / "build"
+        _run(["cmake", "-S", str(project), "-B", str(build)], project)
+        log = _run(["ctest", "--output-junit", f"../{side}.xml"], build, any_failures=True)
+        shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
+        (pair / f"{side}.log").write_text(_plain(log, project))
+        sides[side] = ctest_truth(log)
+    write_truth(pair, "ctest", version, "ctest --output-junit ../SIDE.xml", sides)
+
+
 def _plain(text: str, project: Path) -> str:
     return text.replace(str(project), "<project>")
 
@@ -542,7 +579,8 @@ def _plain(text: str, project: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "tool", choices=["pytest", "pytest-rerunfailures", "node", "jest", "vitest", "mocha"]
+        "tool",
+        choices=["pytest", "pytest-rerunfailures", "node", "jest", "vitest", "mocha", "ctest"],
     )
     parser.add_argument(
         "--python", default=sys.executable, help="a Python with pytest (and the plugin)"
@@ -567,6 +605,8 @@ def main() -> None:
         make_node("node-same-name", SAME_NAME_SCENARIO)
     elif args.tool == "jest":
         make_jest(args.node_modules.resolve())
+    elif args.tool == "ctest":
+        make_ctest()
     elif args.tool == "vitest":
         make_vitest(args.node_modules.resolve())
     else:
