@@ -15,6 +15,8 @@ its own markers and builds the case ids. Elements of an unknown shape and a file
 from __future__ import annotations
 
 import codecs
+import gc
+import sys
 import math
 import re
 import xml.etree.ElementTree as ElementTree
@@ -102,11 +104,21 @@ def read_junit_bytes(data: bytes, source: Source, threshold: float) -> Run:
 
 def read_junit_stream(stream: IO[bytes], name: str, source: Source, threshold: float) -> Run:
     """Stream untrusted JUnit XML from ``stream`` (named ``name`` in messages) into a Run."""
-    facts, records = _scan(stream, name)
-    if not records:
-        raise InputError(f"{name} has no <testcase>: nothing in it could be assessed")
-    producer = identify_producer(facts, records)
-    cases, samples = assemble_cases(producer, records)
+    # Millions of small objects and no cycles: the cyclic collector would rescan them all again
+    # and again (most of the reading time on a large file), so it waits until they are built.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        facts, records = _scan(stream, name)
+        if not records:
+            raise InputError(f"{name} has no <testcase>: nothing in it could be assessed")
+        producer = identify_producer(facts, records)
+        pending: list[Record | None] = list(records)
+        del records
+        cases, samples = assemble_cases(producer, pending)
+    finally:
+        if collecting:
+            gc.enable()
     identity: dict[str, object] = {"producer": producer, "suites": sorted(facts.suite_names)}
     return Run(
         format="junit",
@@ -177,7 +189,8 @@ def _scan(stream: IO[bytes], name: str) -> tuple[Facts, list[Record]]:
     facts = Facts()
     records: list[Record] = []
     frames: list[_Frame] = []
-    suite_path: list[str] = []
+    suite_path: list[tuple[str, ...]] = []
+    """Per open suite: the names of the enclosing named testsuites (one shared tuple each)."""
     suite_index: list[int] = []
     suites_seen = 0
     elements = 0
@@ -212,7 +225,8 @@ def _scan(stream: IO[bytes], name: str) -> tuple[Facts, list[Record]]:
                     suites_seen += 1
                     suite_index.append(suites_seen if tag == "testsuite" else 0)
                     label = element.get("name") or "" if tag == "testsuite" else ""
-                    suite_path.append(label)
+                    outer = suite_path[-1] if suite_path else ()
+                    suite_path.append((*outer, label) if label else outer)
                     if tag == "testsuite" and label:
                         facts.suite_names.add(label)
                     facts.note_suite(element, root=not frames)
@@ -327,6 +341,8 @@ def testcase_outcomes(testcase: ElementTree.Element) -> tuple[Outcome, ...]:
     failed/errored attempts before it (the test passed on a rerun) and ``rerunFailure``/
     ``rerunError`` failed/errored attempts after the first failure.
     """
+    if not len(testcase):
+        return _PASSED
     children: dict[str, list[ElementTree.Element]] = {}
     for child in testcase:
         children.setdefault(_local_name(child.tag), []).append(child)
@@ -357,6 +373,9 @@ def testcase_outcomes(testcase: ElementTree.Element) -> tuple[Outcome, ...]:
     return (*before, final, *after)
 
 
+_PASSED = (Outcome(True, None),)
+
+
 def _duration(testcase: ElementTree.Element) -> float | None:
     text = testcase.get("time")
     if text is None:
@@ -369,7 +388,10 @@ def _duration(testcase: ElementTree.Element) -> float | None:
 
 
 def _record(
-    testcase: ElementTree.Element, suite_path: list[str], suite_index: list[int], facts: Facts
+    testcase: ElementTree.Element,
+    suite_path: list[tuple[str, ...]],
+    suite_index: list[int],
+    facts: Facts,
 ) -> Record:
     facts.note_testcase(testcase)
     tags = {_local_name(child.tag) for child in testcase}
@@ -378,8 +400,8 @@ def _record(
         facts.rerun_children = True
     return Record(
         suite_index=suite_index[-1],
-        suite_path=tuple(label for label in suite_path if label),
-        classname=testcase.get("classname") or "",
+        suite_path=suite_path[-1],
+        classname=sys.intern(testcase.get("classname") or ""),
         name=testcase.get("name") or "",
         outcomes=testcase_outcomes(testcase),
         has_outcome=has_outcome,

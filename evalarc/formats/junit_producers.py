@@ -198,62 +198,87 @@ def pools_attempts(producer: str) -> bool:
     return producer != "node"
 
 
+_VERDICTS: dict[bool | None, dict[str, bool | None]] = {
+    value: {CHECK_NAME: value} for value in (True, False, None)
+}
+"""One verdict mapping per outcome, shared by every attempt's SampleMeta (nothing writes to a
+run's verdicts after it is read; a large file holds hundreds of thousands of them)."""
+
+
 def assemble_cases(
-    producer: str, records: list[Record]
+    producer: str, records: list[Record | None]
 ) -> tuple[dict[str, dict[str, list[Attempt]]], dict[str, list[SampleMeta]]]:
-    """Case id -> check -> attempts, and the per-attempt sample facts, for one file."""
-    # Which (suite element, base id) groups exist, in document order; a base id seen under a
-    # second suite element (or, for node, a second time at all) is a different test.
-    group_of: list[tuple[str, int]] = []
-    ordinals: dict[str, dict[int, int]] = {}
-    node_counts: dict[str, int] = {}
+    """Case id -> check -> attempts, and the per-attempt sample facts, for one file. The records
+    are released as they are used."""
+    # Which (base id, ordinal) each record belongs to: a base id seen under a second suite
+    # element (or, for node, a second time at all) is a different test, numbered in document
+    # order.
+    bases: list[str] = []
+    ordinals: list[int] = []
+    first_suite: dict[str, int] = {}
+    later_suites: dict[str, dict[int, int]] = {}
+    pools = pools_attempts(producer)
     for record in records:
+        assert record is not None
         base = base_id(producer, record)
-        if pools_attempts(producer):
-            seen = ordinals.setdefault(base, {})
-            ordinal = seen.setdefault(record.suite_index, len(seen) + 1)
+        if pools:
+            first = first_suite.setdefault(base, record.suite_index)
+            if first == record.suite_index:
+                ordinal = 1
+            else:
+                seen = later_suites.setdefault(base, {})
+                ordinal = seen.setdefault(record.suite_index, len(seen) + 2)
         else:
-            ordinal = node_counts.get(base, 0) + 1
-            node_counts[base] = ordinal
-        group_of.append((base, ordinal))
+            ordinal = first_suite.get(base, 0) + 1
+            first_suite[base] = ordinal
+        bases.append(base)
+        ordinals.append(ordinal)
+    reruns = producer == "pytest-rerunfailures>=16.6.1"
     last_of: dict[tuple[str, int], int] = {}
-    for index, key in enumerate(group_of):
-        last_of[key] = index
-    used: set[str] = {base for base, ordinal in group_of if ordinal == 1}
+    if reruns:
+        for index, key in enumerate(zip(bases, ordinals, strict=True)):
+            last_of[key] = index
+    used: set[str] = set(first_suite) if later_suites or not pools else set()
     names: dict[tuple[str, int], str] = {}
     cases: dict[str, dict[str, list[Attempt]]] = {}
     samples: dict[str, list[SampleMeta]] = {}
-    reruns = producer == "pytest-rerunfailures>=16.6.1"
-    for index, (record, key) in enumerate(zip(records, group_of, strict=True)):
-        case_id = names.get(key)
-        if case_id is None:
-            case_id = _distinct_name(key, used)
-            names[key] = case_id
+    bare: dict[tuple[bool | None, bool], Attempt] = {}
+    for index, key in enumerate(zip(bases, ordinals, strict=True)):
+        record = records[index]
+        records[index] = None
+        assert record is not None
+        if key[1] == 1:
+            case_id = key[0]
+        else:
+            case_id = names.get(key) or names.setdefault(key, _distinct_name(key, used))
         attempts = cases.setdefault(case_id, {}).setdefault(CHECK_NAME, [])
         metas = samples.setdefault(case_id, [])
         outcomes = record.outcomes
         if reruns and not record.has_outcome and last_of[key] != index:
             outcomes = (Outcome(False, PYTEST_RERUN_EVIDENCE),)
         for position, outcome in enumerate(outcomes):
-            attempts.append(
-                Attempt(
-                    passed=outcome.passed,
-                    evidence=cut_evidence(outcome.evidence),
-                    rerun=bool(attempts),
+            rerun = bool(attempts)
+            if outcome.evidence is None:
+                # Attempts are immutable: every bare pass (or bare rerun) is one shared object.
+                shared = (outcome.passed, rerun)
+                attempt = bare.get(shared)
+                if attempt is None:
+                    attempt = bare[shared] = Attempt(passed=outcome.passed, rerun=rerun)
+            else:
+                attempt = Attempt(
+                    passed=outcome.passed, evidence=cut_evidence(outcome.evidence), rerun=rerun
                 )
-            )
-            meta = SampleMeta(verdicts={CHECK_NAME: outcome.passed})
+            attempts.append(attempt)
             if position == 0 and record.duration_seconds is not None:
-                meta.usage["duration_seconds"] = record.duration_seconds
-            metas.append(meta)
+                usage = {"duration_seconds": record.duration_seconds}
+                metas.append(SampleMeta(usage=usage, verdicts=_VERDICTS[outcome.passed]))
+            else:
+                metas.append(SampleMeta(verdicts=_VERDICTS[outcome.passed]))
     return cases, samples
 
 
 def _distinct_name(key: tuple[str, int], used: set[str]) -> str:
-    base, ordinal = key
-    if ordinal == 1:
-        return base
-    number = ordinal
+    base, number = key
     while True:
         candidate = f"{base} #{number}"
         if candidate not in used:
