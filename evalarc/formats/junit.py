@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import codecs
 import gc
-import sys
 import math
 import re
+import sys
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from dataclasses import dataclass
