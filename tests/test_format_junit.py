@@ -514,3 +514,94 @@ def test_rows_of_an_unknown_shape_are_refused_not_skipped(
     message = str(caught.value)
     assert message.startswith("odd.xml: ") and shown in message
     assert "nothing in the file was assessed" in message
+
+
+# --- caps (issue: bounded resources); lowered so the test files stay small ------------------
+
+CAPS = [
+    (
+        "MAX_ELEMENTS",
+        50,
+        '<testsuite name="s">' + '<testcase name="t"/>' * 60 + "</testsuite>",
+        "more than 50 elements",
+    ),
+    (
+        "MAX_TESTCASES",
+        10,
+        '<testsuite name="s">' + '<testcase name="t"/>' * 11 + "</testsuite>",
+        "more than 10 testcases",
+    ),
+    (
+        "MAX_TESTCASE_CHILDREN",
+        3,
+        '<testsuite name="s"><testcase name="t">'
+        + "<system-out>x</system-out>" * 5
+        + "</testcase></testsuite>",
+        "a testcase with more than 3 children",
+    ),
+    (
+        "MAX_ATTRIBUTES",
+        4,
+        '<testsuite name="s"><testcase name="t" a="1" b="2" c="3" d="4"/></testsuite>',
+        "an element with more than 4 attributes",
+    ),
+    (
+        "MAX_ATTRIBUTE_CHARS",
+        100,
+        '<testsuite name="s"><testcase name="' + "n" * 101 + '"/></testsuite>',
+        "an attribute value longer than 100 characters",
+    ),
+    (
+        "MAX_TEXT_CHARS",
+        100,
+        '<testsuite name="s"><testcase name="t"><failure>'
+        + "x" * 101
+        + "</failure></testcase></testsuite>",
+        "an element text longer than 100",
+    ),
+    (
+        "MAX_WORK",
+        40,
+        '<testsuite name="s">' + '<testcase name="t" time="1"/>' * 30 + "</testsuite>",
+        "more than 40 parser events",
+    ),
+]
+
+
+@pytest.mark.parametrize(("cap", "value", "body", "fragment"), CAPS, ids=[c[0] for c in CAPS])
+def test_each_cap_refuses_with_one_line_naming_the_file_and_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap: str, value: int, body: str, fragment: str
+) -> None:
+    import evalarc.formats.junit as junit
+
+    path = _write(tmp_path, "capped.xml", body)
+    assert _read(path).cases  # within the real caps the file reads
+    monkeypatch.setattr(junit, cap, value)
+    with pytest.raises(InputError) as caught:
+        _read(path)
+    message = str(caught.value)
+    assert message.startswith("capped.xml holds ") and fragment in message
+    assert "a cap of the JUnit reader" in message and "\n" not in message
+
+
+def test_a_large_file_is_streamed_not_held(tmp_path: Path) -> None:
+    # 30 MB of captured output in 10,000 testcases: finished elements are dropped as they end,
+    # so the reader's peak (the cases it keeps, one 1 MiB chunk) stays far below the bytes.
+    import tracemalloc
+
+    output = "<system-out>" + "line of output\n" * 200 + "</system-out>"
+    body = (
+        '<testsuite name="s">'
+        + "".join(f'<testcase classname="c" name="t{i}">{output}</testcase>' for i in range(10_000))
+        + "</testsuite>"
+    )
+    path = _write(tmp_path, "big.xml", body)
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        run = _read(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(run.cases) == 10_000
+    assert size > 29_000_000 and peak < size / 3  # the old reader held the bytes and the tree

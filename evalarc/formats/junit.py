@@ -230,10 +230,9 @@ def _scan(stream: IO[bytes], name: str) -> tuple[Facts, list[Record]]:
                     if tag == "testsuite" and label:
                         facts.suite_names.add(label)
                     facts.note_suite(element, root=not frames)
-                elif kind == "testcase":
-                    if len(records) >= MAX_TESTCASES:
-                        raise InputError(_cap(name, f"more than {MAX_TESTCASES:,} testcases"))
-                elif kind == "outcome":
+                elif kind == "testcase" and len(records) >= MAX_TESTCASES:
+                    raise InputError(_cap(name, f"more than {MAX_TESTCASES:,} testcases"))
+                if frames and frames[-1].kind == "testcase":
                     parent = frames[-1].element
                     if len(parent) > MAX_TESTCASE_CHILDREN:
                         raise InputError(
