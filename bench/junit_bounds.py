@@ -6,8 +6,9 @@ Writes the files (deterministic bytes), then runs ``evalarc diff`` on each in a 
 and prints exit code, wall time and the child's peak RSS beside the target:
 
 - a 40 MiB file of 10 M empty elements under a suite, and the same elements inside a
-  testcase's ``<system-out>`` (where they are allowed): refused (exit 2) or finished within 60 s
-  and 512 MB;
+  testcase's ``<system-out>``: refused (exit 2) or finished within 60 s and 512 MB;
+- the most cases per byte: 600,000 bare testcases (past the testcase cap) and 450,000 (within
+  it): refused or finished within 60 s and 512 MB;
 - a valid pair of two 150 MiB files (300 MiB together; 1 in 10 tests fails with a message and
   a stack trace, every test has captured output): finished with peak RSS <= 2 x 300 MiB + 100 MB.
 """
@@ -38,6 +39,15 @@ def write_empty_elements(path: Path, inside_output: bool, count: int = 10_000_00
         for _ in range(count // 100_000):
             handle.write(block)
         handle.write(tail)
+
+
+def write_tiny_testcases(path: Path, count: int) -> None:
+    """``count`` bare testcases with distinct names: the most cases per byte a file can name."""
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write('<testsuites><testsuite name="s">')
+        for start in range(0, count, 10_000):
+            handle.write("".join(f'<testcase name="t{n}"/>' for n in range(start, start + 10_000)))
+        handle.write("</testsuite></testsuites>\n")
 
 
 def write_valid(path: Path, size: int, broken_every: int) -> None:
@@ -106,6 +116,8 @@ def main() -> None:
     files = {
         "empty_elements_in_suite.xml": lambda p: write_empty_elements(p, inside_output=False),
         "empty_elements_in_output.xml": lambda p: write_empty_elements(p, inside_output=True),
+        "tiny_testcases_600k.xml": lambda p: write_tiny_testcases(p, 600_000),
+        "tiny_testcases_450k.xml": lambda p: write_tiny_testcases(p, 450_000),
         "valid_baseline.xml": lambda p: write_valid(p, options.valid_mib * MIB, 10),
         "valid_current.xml": lambda p: write_valid(p, options.valid_mib * MIB, 9),
     }
@@ -115,13 +127,23 @@ def main() -> None:
             make(path)
     print(f"load average before: {os.getloadavg()[0]:.1f} (wall seconds grow with it; CPU do not)")
     print(f"{'input':30} {'MiB':>6} {'exit':>4} {'wall s':>7} {'cpu s':>6} {'peak MB':>7}  target")
-    for name in ("empty_elements_in_suite.xml", "empty_elements_in_output.xml"):
+    for name in (
+        "empty_elements_in_suite.xml",
+        "empty_elements_in_output.xml",
+        "tiny_testcases_600k.xml",
+        "tiny_testcases_450k.xml",
+    ):
         path = out / name
         code, seconds, cpu, peak, message = measure(["diff", str(path), str(small)])
         size = path.stat().st_size / MIB
         print(
             f"{name:30} {size:6.1f} {code:4d} {seconds:7.1f} {cpu:6.1f} {peak:7.0f}  "
             "exit 2 or 0/1 within 60 s and 512 MB"
+            + (
+                f" (valid: <= 2 x size + 100 = {2 * size * MIB / 1e6 + 100:.0f} MB)"
+                if "450k" in name
+                else ""
+            )
         )
         print(f"    {message}")
     base, cur = out / "valid_baseline.xml", out / "valid_current.xml"

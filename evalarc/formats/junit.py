@@ -45,8 +45,9 @@ MAX_DEPTH = 64
 """Deepest element nesting accepted; real reports nest suites a handful of levels."""
 MAX_ELEMENTS = 5_000_000
 """Most elements one file may hold (a 100,000-test suite with output holds well under 1 M)."""
-MAX_TESTCASES = 1_000_000
-"""Most ``<testcase>`` elements one file may hold."""
+MAX_TESTCASES = 500_000
+"""Most ``<testcase>`` elements one file may hold (each costs the model about 0.8 KB, so half a
+million stay within 512 MB however small the file that names them)."""
 MAX_TESTCASE_CHILDREN = 10_000
 """Most child elements of one ``<testcase>`` (outcome, reruns, output)."""
 MAX_ATTRIBUTES = 256
