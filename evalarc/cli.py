@@ -47,9 +47,22 @@ class _Group(click.Group):
             # exit code 130 into a death by signal while the interpreter shuts down.
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+            published = ctx.meta.get(_PUBLISHED)
+            if isinstance(published, int):
+                # Too late to cancel: the output is complete and published, its result stands.
+                sys.exit(published)
             click.echo("evalarc: cancelled", err=True)
             sys.exit(int(ExitCode.CANCELLED))
         return None
+
+
+_PUBLISHED = "evalarc.published"
+
+
+def _published(code: int) -> None:
+    """Note that the command's output folder is complete and published with exit code ``code``:
+    a Ctrl-C after this point cancels nothing, so the command still exits ``code``."""
+    click.get_current_context().meta[_PUBLISHED] = int(code)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -710,6 +723,7 @@ def evaluate(
 
     with _final_event_on_failure(progress):
         result = run_evaluate(candidate, output, options, on_event=show)
+    _published(result.exit_code)
     for note in result.notes:
         click.echo(f"evalarc: {note}", err=True)
     click.echo(result.summary_line())
@@ -785,6 +799,7 @@ def audit(
 
     with _final_event_on_failure(progress):
         result = run_audit(output, options, on_event=show)
+    _published(result.exit_code)
     for divergence in result.divergences:
         click.echo(f"evalarc: {divergence.describe()}", err=True)
     for grader in result.foreign_graders:
@@ -838,6 +853,7 @@ def site_build(
     built = build_site(
         list(reports), output, options=SiteOptions(title=title), docs_dir=docs_dir, on_report=show
     )
+    _published(ExitCode.ACCEPTED)
     click.echo(
         f"Built {output}: {len(built.reports)} report(s), {built.failing} with a failing "
         f"verdict, {len(built.docs)} doc(s); open {output / 'index.html'}"
@@ -898,6 +914,7 @@ def demo(output: Path, quiet: bool) -> None:
             click.echo(f"demo: {line}", err=True)
 
     result = build_demo(output, docs=bundled_dir("docs"), progress=progress)
+    _published(ExitCode.ACCEPTED)
     click.echo(
         f"Built {len(result.reports)} reports and {len(result.site.docs)} docs into {output}"
     )
