@@ -447,6 +447,32 @@ def trajectory(
     sys.exit(int(ExitCode.ACCEPTED))
 
 
+def _verified_lines(result: dict[str, Any]) -> list[str]:
+    """What ``verify`` prints on success: that the records are consistent, what was checked,
+    and, on a line of its own, the report's (or the site's) decision, which is separate."""
+    lines = [
+        f"Verified {result['kind']}: {len(result['files'])} evidence files; "
+        "the records are consistent.",
+        str(result["scope"]),
+    ]
+    reports = result.get("reports")
+    if result["kind"] == "site" and isinstance(reports, list):
+        failing = [str(entry["path"]) for entry in reports if not entry.get("passed")]
+        if failing:
+            names = ", ".join(path.rsplit("/", 1)[-1] for path in failing)
+            lines.append(
+                f"Verdicts: {len(failing)} of the site's {len(reports)} reports are failing "
+                f"gates (their decision is no): {names}."
+            )
+        else:
+            lines.append(f"Verdicts: all {len(reports)} of the site's reports pass their gates.")
+    elif result["passed"]:
+        lines.append("Verdict: the report's gate passes.")
+    else:
+        lines.append("Verdict: the report's gate is failing (its decision is no).")
+    return lines
+
+
 @main.command()
 @click.argument("evidence", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print evalarc.verification.v1 JSON.")
@@ -475,11 +501,8 @@ def verify(evidence: Path, as_json: bool, require_accepted: bool, require_resolv
     if as_json:
         click.echo(json.dumps(result, indent=2, ensure_ascii=False))
     else:
-        click.echo(
-            f"Verified {result['kind']}: {len(result['files'])} evidence files | "
-            f"Passed: {str(result['passed']).lower()}"
-        )
-        click.echo(result["scope"])
+        for line in _verified_lines(result):
+            click.echo(line)
     codes = [ExitCode.ACCEPTED]
     if require_resolved:
         if result.get("records_valid") is False:

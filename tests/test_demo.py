@@ -59,6 +59,15 @@ def test_demo_site_is_complete_and_verifies(tmp_path: Path) -> None:
     verified = CliRunner().invoke(main, ["verify", str(site), "--json"])
     assert verified.exit_code == 0, verified.output
     assert json.loads(verified.stdout)["verified"] is True
+    # In words: the records are consistent, and separately, which verdicts are failing gates.
+    plain = CliRunner().invoke(main, ["verify", str(site)])
+    assert plain.exit_code == 0, plain.output
+    lines = plain.stdout.splitlines()
+    assert lines[0] == f"Verified site: {len(json.loads(verified.stdout)['files'])} evidence " + (
+        "files; the records are consistent."
+    )
+    assert lines[-1].startswith("Verdicts: 5 of the site's 10 reports are failing gates")
+    assert "diff-support-regression" in lines[-1] and "audit-durable-kv" not in lines[-1]
 
 
 def test_demo_refuses_an_existing_output(tmp_path: Path) -> None:
@@ -115,3 +124,18 @@ def test_two_demo_builds_are_byte_identical_and_hold_no_machine_path(tmp_path: P
         if name.endswith((".json", ".jsonl", ".html", ".md", ".txt", ".xml")) and word.search(data):
             found.append(f"{name}: host name {host}")
     assert found == []
+
+
+def test_demo_script_refuses_an_existing_folder_and_deletes_nothing(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[1] / "scripts" / "demo.sh"
+    mine = tmp_path / "my-site"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("mine", encoding="utf-8")
+    for argument in (str(mine), "my-site"):
+        result = subprocess.run(
+            ["bash", str(script), argument], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert result.returncode == 2, result.stderr
+        assert "already exists" in result.stderr
+        assert (mine / "keep.txt").read_text(encoding="utf-8") == "mine"
+        assert sorted(path.name for path in tmp_path.iterdir()) == ["my-site"]
