@@ -105,6 +105,8 @@ def test_nothing_in_the_tests_reads_outside_the_clone() -> None:
         *sorted((root / "bench").rglob("*.py")),
         *sorted((root / "docs").rglob("*.md")),
         *sorted((root / "scripts").glob("*")),
+        *sorted((root / "packs").rglob("*.py")),
+        *sorted((root / "packs").rglob("*.md")),
         root / "README.md",
         root / ".ci" / "run",
     ]
