@@ -873,6 +873,14 @@ class ReplayBackend:
         run.close()
 
 
+def recordings_label(folder: Path | None) -> str:
+    """How a report names the recordings it replayed: ``bundled``, or the folder's name (never
+    an absolute path of the machine that ran it)."""
+    if folder is None:
+        return "bundled"
+    return folder.name or folder.resolve().name or "recordings"
+
+
 def make_replay_backend(
     store: RecordingStore,
     *,
