@@ -10,10 +10,10 @@ Fixtures every test module may use:
   runner) and returns its result; ``env=`` sets extra environment variables.
 * ``corpus``: the folder of real result files.
 
-Under pytest-xdist (``-n``, ``--dist loadgroup``) every module is one group, so a module's
-fixtures are built once on one worker; modules that use Docker share the ``docker`` group and
-modules that drive Chromium the ``browser`` group, so neither kind of heavy test runs two at a
-time and starves the other.
+Under pytest-xdist (``-n``, ``--dist loadgroup``) the tests of a module form one group, so a
+module's fixtures are built once, on one worker; every test marked ``docker`` is in the group
+``docker`` and every test marked ``browser`` in the group ``browser`` instead, so neither kind of
+heavy test runs two at a time and starves the other.
 """
 
 from __future__ import annotations
@@ -49,11 +49,27 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
+_GROUP = pytest.StashKey[str]()
+
 Cli = Callable[..., Result]
 """``cli(*args, env=None)``: the ``evalarc`` command run in-process."""
 
 DOCKER_GROUP = "docker"
 BROWSER_GROUP = "browser"
+HEAVY_FIRST = [
+    DOCKER_GROUP,
+    BROWSER_GROUP,
+    "test_hostile_inputs",
+    "test_docs_commands",
+    "test_pack_durable_kv_run",
+    "test_action",
+    "test_fuzz_readers",
+    "test_site_verify",
+    "test_demo",
+    "test_audit",
+]
+"""Groups handed to the workers first (the longest, measured with ``--durations``), so no long
+group starts last and runs alone at the end; the other groups follow in collection order."""
 
 
 @pytest.fixture(scope="session")
@@ -108,27 +124,42 @@ def cli() -> Cli:
     return invoke
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark tests by the fixtures they use and give each one its xdist group."""
-    docker_modules: set[Path] = set()
-    browser_modules: set[Path] = set()
+    """Mark tests by the fixtures they use and give each one its xdist group.
+
+    Runs first: ``-m`` selection and xdist's grouping read the marks this adds."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "engine" in fixtures:
             item.add_marker(pytest.mark.docker)
         if "browser" in fixtures:
             item.add_marker(pytest.mark.browser)
-        if item.get_closest_marker("docker") is not None:
-            docker_modules.add(item.path)
-        if item.get_closest_marker("browser") is not None:
-            browser_modules.add(item.path)
-    for item in items:
         if item.get_closest_marker("xdist_group") is not None:
             continue
-        if item.path in docker_modules:
+        if item.get_closest_marker("docker") is not None:
             group = DOCKER_GROUP
-        elif item.path in browser_modules:
+        elif item.get_closest_marker("browser") is not None:
             group = BROWSER_GROUP
         else:
             group = item.path.stem
         item.add_marker(pytest.mark.xdist_group(group))
+        item.stash[_GROUP] = group
+    if not getattr(config.option, "loadgroup", False):
+        return
+    rank = {group: index for index, group in enumerate(HEAVY_FIRST)}
+    # A stable sort: within a group the collection order (module by module) stays as it was.
+    items.sort(key=lambda item: rank.get(item.stash.get(_GROUP, ""), len(rank)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under ``--dist loadgroup`` every test must carry its group in its node id (xdist's
+    grouping); without it every worker would rebuild every module fixture."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [item.nodeid for item in session.items if "@" not in item.nodeid.rsplit("]", 1)[-1]]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist did not group {len(lost)} tests (first: {lost[0]}); this pytest "
+            "breaks --dist loadgroup (pytest-dev/pytest-xdist#1386): pip install -e '.[dev]'"
+        )
