@@ -375,3 +375,31 @@ def test_node_rule_is_the_describe_path_never_the_constant_classname() -> None:
     record = Record(1, ("a", "b"), "test", "n", (Outcome(True, None),), False, None)
     assert base_id("node", record) == "a > b > n"
     assert base_id("pytest", record) == "test::n"
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ('<testsuites><testsuite name="s" tests="3"/></testsuites>', "has no <testcase>"),
+        (
+            '<testsuite name="s"><testcase name="t"><failed/></testcase></testsuite>',
+            "<failed> inside <testcase> is not a JUnit shape EvalArc can assess",
+        ),
+    ],
+)
+def test_nothing_assessable_is_refused_never_passed(tmp_path: Path, body: str, reason: str) -> None:
+    (tmp_path / "empty.xml").write_text(body)
+    good = CORPUS / "node-same-name" / "baseline.xml"
+    for args in (("empty.xml", str(good)), (str(good), "empty.xml"), ("empty.xml", "empty.xml")):
+        done = subprocess.run(
+            [sys.executable, "-m", "evalarc.cli", "diff", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 2, done.stdout + done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("evalarc: empty.xml")
+        assert reason in lines[0] and "nothing in" in lines[0]
