@@ -60,21 +60,6 @@ CLI_TIMEOUT = 600
 # -- engines ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Any]:
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-    except Exception as error:  # any failure to reach the engine means setup is missing
-        pytest.fail(f"no Docker engine ({error}); {SETUP_HINT}", pytrace=False)
-    try:
-        client.images.get(IMAGE)
-    except docker.errors.ImageNotFound:
-        pytest.fail(f"Docker image {IMAGE} is missing; {SETUP_HINT}", pytrace=False)
-    yield client
-    client.close()
-
-
 @dataclass
 class PrivateEngine:
     """A second ``dockerd`` of our own (no bridge, no iptables): stopping it stops nobody else."""

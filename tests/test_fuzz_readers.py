@@ -44,6 +44,8 @@ from evalarc.runtime.recording import parse_recording
 from evalarc.trajectory_report import run_trajectory
 from evalarc.verify import verify_report_folder
 
+pytestmark = pytest.mark.slow
+
 
 def _load_corpus_module() -> ModuleType:
     name = "evalarc_hostile_corpus"
