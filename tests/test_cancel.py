@@ -4,7 +4,7 @@ Each run is a real ``evalarc`` process in its own process group (as a terminal r
 goes to the whole group, like Ctrl-C. Every run gets its own empty TMPDIR and an output path in an
 empty folder, so a leftover output, staging folder or temporary file is seen. The points are
 spread over the run: a replayed audit is interrupted at 24 points, just after each of its progress
-lines (a control starting or ending) but the last two, the demo just after each of its phases
+lines (a control starting or ending) but the last two, the demo just after each of its nine phases
 starts. A run that finished before the signal landed must have written its complete folder; at
 least 20 runs must actually be cancelled. ``pytest -s`` prints the table of runs.
 """
@@ -24,10 +24,14 @@ import pytest
 EVALARC = str(Path(sys.executable).parent / "evalarc")
 AUDIT_POINTS = 24
 DEMO_PHASES = (
+    "demo: audit durable-kv",
     "demo: audit support-routing",
+    "demo: audit robot-evidence-review",
     "demo: support regression",
     "demo: Inspect AI diff",
+    "demo: eval-health",
     "demo: hill-climb review",
+    "demo: score trajectory",
     "demo: site",
 )
 
@@ -107,7 +111,8 @@ def test_ctrl_c_at_many_points_of_a_replayed_audit(tmp_path: Path) -> None:
     outcomes = []
     for point in range(AUDIT_POINTS):
         process, out, temp = _start(_audit_args(), tmp_path / f"run-{point:02d}")
-        _read_lines(process, 1 + point % marks)
+        line = 1 + point % marks
+        _read_lines(process, line)
         delay = 0.015 * (point // marks)
         time.sleep(delay)
         outcome = _interrupt(process, out, temp, delay)
@@ -117,7 +122,7 @@ def test_ctrl_c_at_many_points_of_a_replayed_audit(tmp_path: Path) -> None:
             assert (outcome.left, outcome.temp) == (["out"], []), outcome
             assert (out / "audit.json").is_file(), outcome
         outcomes.append(outcome)
-        print(f"audit point {point:2d}: {_row(outcome)}")
+        print(f"audit point {point:2d}, after progress line {line:2d}: {_row(outcome)}")
     cancelled = [outcome for outcome in outcomes if outcome.delivered and outcome.code != 0]
     assert len(cancelled) >= 20, outcomes
     for outcome in cancelled:
@@ -136,7 +141,7 @@ def test_ctrl_c_in_every_phase_of_the_demo(tmp_path: Path) -> None:
             assert line, f"the demo ended before {phase!r}"
             if line.startswith(phase):
                 break
-        delay = 0.05 * number
+        delay = 0.05 * (number % 4)
         time.sleep(delay)
         outcomes.append(_interrupt(process, out, temp, delay))
         print(f"demo {phase!r}: {_row(outcomes[-1])}")
