@@ -429,9 +429,8 @@ def scan_tree(
             except OSError as failure:
                 raise error(f"cannot read {where}: {failure.strerror or failure}") from None
             if stat.S_ISLNK(info.st_mode):
-                if error is VerificationError:
-                    raise error(f"evidence contains a symlink: {where}")
-                raise error(f"{where} is a symlink; symlinks are refused")
+                lead = "evidence contains a symlink: " if error is VerificationError else ""
+                raise error(f"{lead}{where} is a symlink; symlinks are refused")
             if stat.S_ISDIR(info.st_mode):
                 if depth + 1 > max_depth:
                     raise error(f"{where} is nested deeper than {max_depth} folders")
