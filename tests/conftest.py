@@ -152,14 +152,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(item.stash.get(_GROUP, ""), len(rank)))
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Under ``--dist loadgroup`` every test must carry its group in its node id (xdist's
-    grouping); without it every worker would rebuild every module fixture."""
-    if not getattr(session.config.option, "loadgroup", False):
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Under ``--dist loadgroup`` every test must carry its group in its node id (that is how
+    pytest-xdist groups); without it every worker would rebuild every module fixture."""
+    if node.config.getoption("dist", "no") != "loadgroup":
         return
-    lost = [item.nodeid for item in session.items if "@" not in item.nodeid.rsplit("]", 1)[-1]]
+    lost = [nodeid for nodeid in ids if "@" not in nodeid.rsplit("]", 1)[-1]]
     if lost:
-        raise pytest.UsageError(
+        pytest.exit(
             f"pytest-xdist did not group {len(lost)} tests (first: {lost[0]}); this pytest "
-            "breaks --dist loadgroup (pytest-dev/pytest-xdist#1386): pip install -e '.[dev]'"
+            "breaks --dist loadgroup (pytest-dev/pytest-xdist#1386): pip install -e '.[dev]'",
+            returncode=pytest.ExitCode.USAGE_ERROR,
         )
