@@ -28,7 +28,8 @@ from click.testing import CliRunner, Result
 
 from evalarc.cli import main
 
-_DEFAULT_CORPUS = Path("/work/shared/corpus")
+# The real-tool corpus committed with the project (tests/corpus/README.md says what is in it).
+CORPUS = Path(__file__).resolve().parent / "corpus"
 
 IMAGES = {
     "python": os.environ.get("EVALARC_TEST_IMAGE", "evalarc-python:local"),
@@ -74,10 +75,9 @@ group starts last and runs alone at the end; the other groups follow in collecti
 
 @pytest.fixture(scope="session")
 def corpus() -> Path:
-    """The reference corpus of real result files (shared/corpus beside the clone in CI)."""
-    if _DEFAULT_CORPUS.is_dir():
-        return _DEFAULT_CORPUS
-    return Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    """The reference corpus of real result files made by real tools, inside the clone."""
+    assert (CORPUS / "README.md").is_file(), f"the corpus is missing: {CORPUS}"
+    return CORPUS
 
 
 @pytest.fixture(scope="session")
