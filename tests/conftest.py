@@ -50,6 +50,10 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
+collect_ignore = ["corpus"]
+"""tests/corpus/ holds the result files of real tools and the sources that produced them (some
+with deliberately failing tests): data for the suite, never part of it."""
+
 _GROUP = pytest.StashKey[str]()
 
 Cli = Callable[..., Result]
@@ -62,6 +66,7 @@ HEAVY_FIRST = [
     BROWSER_GROUP,
     "test_hostile_inputs",
     "test_docs_commands",
+    "test_cancel",
     "test_pack_durable_kv_run",
     "test_action",
     "test_fuzz_readers",
