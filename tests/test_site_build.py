@@ -31,8 +31,8 @@ from evalarc.site.build import (
     SITE_SCHEMA,
     build_site,
 )
-from evalarc.site.check import check_html, check_site
 from evalarc.site.case_page import CHUNK_DIR, CHUNK_NAME
+from evalarc.site.check import check_html, check_site
 from evalarc.site.diff_page import table_island
 from evalarc.site.serve import SiteServer
 from evalarc.verify import verify_report_folder

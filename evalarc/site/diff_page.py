@@ -15,6 +15,7 @@ from evalarc.errors import EvalArcError
 from evalarc.evidence import read_case_evidence
 from evalarc.review.diff import BLOCKING_KINDS, KIND_ORDER, overall_passed
 from evalarc.site.case_page import CaseViews, build_case_views
+from evalarc.site.record_page import RecordField, record_fields
 from evalarc.site.render import render_page
 
 MAX_ROWS = 2000
@@ -245,6 +246,8 @@ class DiffPage:
     """The case-view index (see :mod:`evalarc.site.case_page`), or None without case views."""
     case_views_inline: list[Any] = field(default_factory=list)
     """Evaluation diffs: (case id, baseline trace, current trace) rendered inline."""
+    record: list[RecordField] = field(default_factory=list)
+    """Top-level report fields without a dedicated section (none today)."""
 
 
 def _fraction(tally: dict[str, Any] | None) -> str:
@@ -632,6 +635,7 @@ def build_diff_page(
         notes=notes,
         case_index=None if case_views is None or case_views.empty else case_views.index,
         case_views_inline=list(inline_cases or []),
+        record=record_fields(report, REPORT_SECTIONS, "diff.json"),
     )
 
 
