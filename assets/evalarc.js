@@ -768,8 +768,25 @@
     });
   }
 
+  var filterSelects = [];
+
+  /* Apply the hash's kind/cause/q state to the filters (on load and on hashchange). */
+  function applyFilterState(state) {
+    filterSelects.forEach(function (entry) {
+      var value = state[entry.name] === undefined ? "" : state[entry.name];
+      var known = Array.prototype.some.call(entry.select.options, function (option) {
+        return option.value === value;
+      });
+      if (!known) value = "";
+      entry.select.value = value;
+      entry.table.setExact(entry.name, value);
+    });
+    var main = document.getElementById("changed-checks");
+    var table = main && main.evalarcTable;
+    if (table && (state.q || "") !== table.needle) table.setNeedle(state.q || "");
+  }
+
   function initFilters() {
-    var state = hashState();
     var selects = document.querySelectorAll("select[data-filter-for]");
     Array.prototype.forEach.call(selects, function (select) {
       var table = document.getElementById(select.getAttribute("data-filter-for"));
@@ -778,12 +795,7 @@
       var name = select.getAttribute("data-filter-key");
       var box = select.closest("[hidden]");
       if (box) box.hidden = false;
-      if (state[name] !== undefined) {
-        var known = Array.prototype.some.call(select.options, function (option) {
-          return option.value === state[name];
-        });
-        if (known) { select.value = state[name]; enhanced.setExact(name, state[name]); }
-      }
+      filterSelects.push({ select: select, table: enhanced, name: name });
       select.addEventListener("change", function () {
         enhanced.setExact(name, select.value);
         var change = {};
@@ -794,9 +806,9 @@
     var main = document.getElementById("changed-checks");
     var table = main && main.evalarcTable;
     if (table) {
-      if (state.q) table.setNeedle(state.q);
       main.addEventListener("evalarc-filter", function () { writeHash({ q: table.needle }); });
     }
+    applyFilterState(hashState());
     var clusters = document.querySelectorAll("li.cluster[data-cause]");
     var causeSelect = document.getElementById("cause-filter");
     if (causeSelect && table) {
@@ -835,9 +847,18 @@
     if (state["case"]) openCase(state["case"], false);
   }
 
+  function onHashChange() {
+    var state = hashState();
+    applyFilterState(state);
+    if (!index) return;
+    if (state["case"] && state["case"] !== wanted) openCase(state["case"], false);
+    else if (!state["case"] && wanted !== null) closeCase();
+  }
+
   function init() {
     initFilters();
     initCases();
+    window.addEventListener("hashchange", onHashChange);
   }
 
   if (document.readyState === "loading") {
