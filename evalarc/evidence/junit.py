@@ -73,9 +73,10 @@ def _attempt_sections(testcase: ElementTree.Element, attempt: int) -> list[Secti
             section.add(tag, child.text or "", pre=True)
             details.append(section)
     head = Section(
-        f"Attempt {attempt} · {outcome}",
+        f"Attempt {attempt}",
         tone="ok" if outcome == "passed" else _TONES.get(outcome, "warn"),
     )
+    head.add("outcome", outcome)
     head.add("classname", testcase.get("classname"))
     head.add("name", testcase.get("name"))
     head.add("file", testcase.get("file"))
