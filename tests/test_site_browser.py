@@ -348,7 +348,8 @@ def test_twenty_thousand_case_diff_is_small_and_usable(big_page: Path, browser: 
     # Its case view opens from the island row, both sides side by side, within 300 ms.
     page.locator("#changed-checks button.case-open", has_text="tickets::t19999").click()
     page.wait_for_selector("html[data-case-open='tickets::t19999']")
-    heads = page.eval_on_selector_all("#case-view .case-section h4", "n => n.map(h => h.textContent)")
+    heads = page.eval_on_selector_all("#case-view .case-section h4",
+                                      "nodes => nodes.map(node => node.textContent)")
     assert heads[:4] == ["Attempt 1", "Attempt 1", "Attempt 1 · failure", "Attempt 1 · failure"]
     opened_ms = page.evaluate(
         "performance.getEntriesByName('evalarc-case-open')[0].startTime")
