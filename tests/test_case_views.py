@@ -173,3 +173,19 @@ def test_verify_renders_chunks_again_and_refuses_forged_or_extra_ones(
     _rehash(extra, bundle)
     with pytest.raises(VerificationError, match="is not rendered from its bundle"):
         verify_report_folder(extra)
+
+
+def test_the_page_checker_accepts_only_data_chunks(site: Path, tmp_path: Path) -> None:
+    from evalarc.site.check import check_site
+
+    assert check_site(site) == []
+    copy = tmp_path / "copy"
+    shutil.copytree(site, copy)
+    folder = copy / "reports" / "junit-diff" / "case-views"
+    code = b"evalarcChunk({});alert(1);evalarcChunk({\"cases\":{}});\n"
+    (folder / f"{sha256_bytes(code)}.js").write_bytes(code)
+    (copy / "reports" / "junit-diff" / "app.js").write_bytes(b"alert(1)\n")
+    problems = [str(problem) for problem in check_site(copy)]
+    assert len(problems) == 2
+    assert "not evalarcChunk(<JSON>)" in problems[0] or "not evalarcChunk(<JSON>)" in problems[1]
+    assert any("app.js: a script file that is not" in problem for problem in problems)
