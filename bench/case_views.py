@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/case_views.py [--samples 20000] [--tools-python PATH] [--out DIR]
                                          [--loads 3] [--opens 12] [--keep]
+                                         [--log-format eval|json] [--logs DIR]
 
 Run it with the Python that has EvalArc installed: `evalarc` is taken from beside it.
 
@@ -131,17 +132,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loads", type=int, default=3)
     parser.add_argument("--opens", type=int, default=12)
     parser.add_argument("--keep", action="store_true", help="keep the diff folder and the site")
+    parser.add_argument("--log-format", choices=("eval", "json"), default="eval",
+                        help="which of diff_large's two log formats to diff (default: eval)")
+    parser.add_argument("--logs", type=Path,
+                        help="a folder already holding baseline.<format> and current.<format> "
+                        "made by bench/large_logs.py (skips making them)")
     args = parser.parse_args(argv)
     large = diff_large()
     out_dir: Path = args.out.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        tools_python = large.ensure_tools_python(args.tools_python, out_dir)
-        logs = large.ensure_logs(args.samples, tools_python, out_dir)
+        if args.logs is not None:
+            logs = args.logs.resolve()
+        else:
+            tools_python = large.ensure_tools_python(args.tools_python, out_dir)
+            logs = large.ensure_logs(args.samples, tools_python, out_dir)
     except (OSError, subprocess.CalledProcessError, RuntimeError) as error:
         print(f"case_views: could not make the logs: {error}", file=sys.stderr)
         return 2
-    baseline, current = logs / "baseline.eval", logs / "current.eval"
+    baseline = logs / f"baseline.{args.log_format}"
+    current = logs / f"current.{args.log_format}"
+    if not (baseline.is_file() and current.is_file()):
+        print(f"case_views: {logs} lacks baseline/current.{args.log_format}", file=sys.stderr)
+        return 2
     evalarc = large.evalarc_command()
     work = Path(tempfile.mkdtemp(prefix="evalarc-case-views-"))
     try:
@@ -174,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         print(f"{args.samples:,}-sample Inspect pair; {os.cpu_count()} CPUs; load average "
               f"before: {load_before}")
-        print(f"inputs: baseline.eval {baseline.stat().st_size / 1e6:.1f} MB, current.eval "
+        print(f"inputs: {baseline.name} {baseline.stat().st_size / 1e6:.1f} MB, {current.name} "
               f"{current.stat().st_size / 1e6:.1f} MB (together {inputs / 1e6:.1f} MB); "
               f"{len(report['changes']):,} changed checks, "
               f"{report['groups']['blocking_checks']:,} blocking in "
