@@ -4,26 +4,30 @@ Per sample (one section group per epoch): the input messages and target, the out
 scorer's value, answer, explanation and metadata, the error with its traceback, and the
 transcript (messages with tool calls and results, model and tool events). The archive is read
 one sample member at a time through :class:`evalarc.formats.archive.SafeArchive`, so its limits
-apply; a JSON log is parsed whole (it was already read by the diff before this runs).
+apply; a JSON log is walked sample by sample with the Inspect reader's own streaming parser.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from evalarc.errors import EvalArcError
 from evalarc.evidence.model import CaseEvidence, Section, SideEvidence
 from evalarc.formats.archive import SafeArchive
+from evalarc.formats.inspect import _read_json_log
 
 _EPOCH_MEMBER = re.compile(r"samples/.+\.json")
 MAX_EVENTS = 400
 """Events of one sample looked at for model and tool steps."""
 
 
-def _samples(path: Path) -> Iterator[dict[str, Any]]:
+def _each_sample(path: Path, take: Callable[[dict[str, Any]], None]) -> None:
+    """Hand every sample of the log to ``take``, one at a time: archive members through
+    SafeArchive, a JSON log through the Inspect reader's streaming walker (never parsed whole)."""
     with path.open("rb") as handle:
         is_archive = handle.read(4) == b"PK\x03\x04"
     if is_archive or path.suffix == ".eval":
@@ -34,16 +38,17 @@ def _samples(path: Path) -> Iterator[dict[str, Any]]:
                 except (ValueError, RecursionError):
                     continue
                 if isinstance(sample, dict):
-                    yield sample
+                    take(sample)
         return
-    try:
-        document = json.loads(path.read_bytes())
-    except (ValueError, RecursionError):
-        return
-    samples = document.get("samples") if isinstance(document, dict) else None
-    for sample in samples if isinstance(samples, list) else []:
+
+    def on_sample(sample: object) -> None:
         if isinstance(sample, dict):
-            yield sample
+            take(sample)
+
+    try:
+        _read_json_log(path, on_sample)
+    except EvalArcError:
+        return  # the diff already read this file; what was taken so far is shown
 
 
 def _content_text(content: object) -> str:
@@ -196,16 +201,19 @@ def read_inspect_evidence(path: Path) -> CaseEvidence:
     """Evidence for every sample id in the log: its input, then each epoch in epoch order."""
     inputs: dict[str, Section] = {}
     epochs: dict[str, list[tuple[int, list[Section]]]] = {}
-    for sample in _samples(path):
+
+    def take(sample: dict[str, Any]) -> None:
         raw = sample.get("id")
         if isinstance(raw, bool) or not isinstance(raw, str | int):
-            continue
+            return
         case_id = raw if isinstance(raw, str) else str(raw)
         epoch = sample.get("epoch")
         number = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0
         if case_id not in inputs:
             inputs[case_id] = _input_section(sample)
         epochs.setdefault(case_id, []).append((number, _epoch_sections(sample)))
+
+    _each_sample(path, take)
     found: CaseEvidence = {}
     for case_id, section in inputs.items():
         side = found[case_id] = SideEvidence()
