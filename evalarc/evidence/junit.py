@@ -76,9 +76,8 @@ def _attempt_sections(testcase: ElementTree.Element, attempt: int) -> list[Secti
         f"Attempt {attempt}",
         tone="ok" if outcome == "passed" else _TONES.get(outcome, "warn"),
     )
+    # classname and name are the case id shown above the view.
     head.add("outcome", outcome)
-    head.add("classname", testcase.get("classname"))
-    head.add("name", testcase.get("name"))
     head.add("file", testcase.get("file"))
     head.add("time (s)", testcase.get("time"))
     return [head, *details]
