@@ -132,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loads", type=int, default=3)
     parser.add_argument("--opens", type=int, default=12)
     parser.add_argument("--keep", action="store_true", help="keep the diff folder and the site")
-    parser.add_argument("--log-format", choices=("eval", "json"), default="eval",
-                        help="which of diff_large's two log formats to diff (default: eval)")
+    parser.add_argument("--log-format", choices=("eval", "json", "xml"), default="eval",
+                        help="which of diff_large's log formats to diff (default: eval); "
+                        "xml diffs a JUnit pair given with --logs")
     parser.add_argument("--logs", type=Path,
                         help="a folder already holding baseline.<format> and current.<format> "
                         "made by bench/large_logs.py (skips making them)")
