@@ -186,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
             ("site folder / input logs", f"{site / inputs:.2f}x ({site / 1e6:.1f} MB)",
              "<= 3x", verdict(site / inputs, SITE_RATIO_LIMIT)),
         ]
-        print(f"Inspect pair of {report['baseline']['cases']:,} / {report['current']['cases']:,} "
-              f"samples ({logs}); {os.cpu_count()} CPUs; load average before: {load_before}")
+        print(f"{report['format']} pair of {report['baseline']['cases']:,} / "
+              f"{report['current']['cases']:,} cases "
+              f"({logs.name}/); {os.cpu_count()} CPUs; load average before: {load_before}")
         print(f"inputs: {baseline.name} {baseline.stat().st_size / 1e6:.1f} MB, {current.name} "
               f"{current.stat().st_size / 1e6:.1f} MB (together {inputs / 1e6:.1f} MB); "
               f"{len(report['changes']):,} changed checks, "
