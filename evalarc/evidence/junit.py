@@ -115,7 +115,10 @@ def _testcases(path: Path) -> Iterator[list[Section]]:
     stack: list[tuple[str, bool]] = []
     with path.open("rb") as handle:
         events = SafeElementTree.iterparse(
-            handle, events=("start", "end"), forbid_dtd=True, forbid_entities=True,
+            handle,
+            events=("start", "end"),
+            forbid_dtd=True,
+            forbid_entities=True,
             forbid_external=True,
         )
         for event, element in events:
