@@ -243,12 +243,18 @@ def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderV
         raise VerificationError(
             f"{kind.report_file} differs from the recomputed {kind.name} report"
         )
+    from evalarc.site.case_page import CHUNK_DIR
+
+    def site_file(name: str) -> bool:
+        # A bundle's page, manifest and evidence chunks are rendered by the site (its caller).
+        return site_bundle and (name in BUNDLE_FILES or name.startswith(f"{CHUNK_DIR}/"))
+
     derived: Derived = kind.derive(folder, params, recorded) if kind.derive else {}
     _refuse_unknown_options(params, kind, recorded)
     preserved = set(folder.files) - {kind.report_file}
     regenerated = {kind.report_file}
     for name, expected in sorted(derived.items()):
-        if site_bundle and name in BUNDLE_FILES:
+        if site_file(name):
             continue
         if name not in tree:
             if name == "index.html" and "index.html" not in tree:
@@ -268,7 +274,7 @@ def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderV
     for name in sorted(tree):
         if name in preserved or name in regenerated:
             continue
-        if site_bundle and name in BUNDLE_FILES:
+        if site_file(name):
             continue
         if any(
             name == record or (record.endswith("/") and name.startswith(record))

@@ -15,6 +15,7 @@ from typing import Any
 
 from evalarc.errors import IncomparableError, UsageError
 from evalarc.formats.model import Attempt, Run
+from evalarc.review.cluster import change_groups
 from evalarc.review.leakage import MIN_LEAK_CHARS, HarnessFile, scan_leakage
 from evalarc.review.split import CaseSplit, review_generalization
 from evalarc.review.stats import intervals_overlap, rounded_interval, wilson_interval
@@ -343,6 +344,7 @@ def compute_diff(
     report["current_incomplete"] = current_incomplete
     report["gate_passed"] = blocking == 0 and not current_incomplete and not baseline_incomplete
     report["changes"] = rows
+    report["groups"] = change_groups(rows, baseline, current, BLOCKING_KINDS)
     report["interpretation"] = INTERPRETATION
     report["sampling_noise_note"] = SAMPLING_NOISE_NOTE
     report["usage"] = compare_usage(baseline, current)

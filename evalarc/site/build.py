@@ -53,6 +53,7 @@ from evalarc.bundle import (
 from evalarc.canonical import pretty_json, sha256_bytes
 from evalarc.clock import timestamp
 from evalarc.errors import EvalArcError, InputError, OutputError, UsageError, VerificationError
+from evalarc.site.case_page import CHUNK_DIR
 from evalarc.site.render import render_page
 
 SITE_SCHEMA = "evalarc.site.v1"
@@ -99,6 +100,8 @@ class PageView:
     verdict: str
     """The page's verdict sentence, repeated on the index."""
     model: object
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Rendered files beside the page (a diff's evidence chunks), by path in the bundle."""
 
 
 PageBuilder = Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], PageView]
@@ -114,10 +117,14 @@ class PageKind:
 
 
 def _diff_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
-    from evalarc.site.diff_page import build_diff_page
+    from evalarc.site.diff_page import build_diff_page, diff_case_views
 
-    page = build_diff_page(report, html_rows=DIFF_HTML_ROWS)
-    return PageView("diff.html.j2", "Results diff", page.verdict_title, page)
+    case_views, inline = diff_case_views(folder, params, report)
+    page = build_diff_page(
+        report, html_rows=DIFF_HTML_ROWS, case_views=case_views, inline_cases=inline
+    )
+    files = case_views.files if case_views is not None else {}
+    return PageView("diff.html.j2", "Results diff", page.verdict_title, page, files)
 
 
 def _health_view(
@@ -196,8 +203,12 @@ class BundlePage:
     passed: bool
     verdict: str
     html: str
-    files: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Every verified file of the bundle but its page and manifest: SHA-256, size and role."""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Rendered files beside the page (evidence chunks), by path in the bundle; ``verify``
+    renders them again and compares them byte for byte, like the page."""
+    verified: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Every verified file of the bundle but its page, chunks and manifest: SHA-256, size and
+    role (preserved or regenerated)."""
 
 
 def render_bundle(bundle: Path) -> BundlePage:
@@ -209,7 +220,7 @@ def render_bundle(bundle: Path) -> BundlePage:
 
     verdict = check_report_folder(bundle, site_bundle=True)
     page = _bundle_page(bundle, verdict.kind.name, bool(verdict.summary["passed"]))
-    return replace(page, files=verdict.files)
+    return replace(page, verified=verdict.files)
 
 
 def _bundle_page(bundle: Path, kind_name: str, passed: bool) -> BundlePage:
@@ -220,36 +231,44 @@ def _bundle_page(bundle: Path, kind_name: str, passed: bool) -> BundlePage:
     params = load_report_json(folder, PARAMS_FILE)
     report = load_report_json(folder, kind.report_file)
     view = kind.build(folder, params, report)
-    html = render_site_page(view.template, title=view.title, home=REPORT_HOME, page=view.model)
-    return BundlePage(kind_name, passed, view.verdict, html)
+    html = render_site_page(
+        view.template,
+        title=view.title,
+        home=REPORT_HOME,
+        page=view.model,
+        dynamic_scripts=bool(view.files),
+    )
+    return BundlePage(kind_name, passed, view.verdict, html, dict(view.files))
 
 
 def check_bundle_files(bundle: Path, verdict: Any) -> dict[str, dict[str, Any]]:
-    """For a bundle verified on its own (``evalarc verify site/reports/x``): its site page must
-    be the one rendered from it and its manifest must list exactly the bundle's files; return
-    both as regenerated files."""
+    """For a bundle verified on its own (``evalarc verify site/reports/x``): its site page and
+    evidence chunks must be the ones rendered from it and its manifest must list exactly the
+    bundle's files; return those as regenerated files."""
     from evalarc.verify import REGENERATED
 
     folder = EvidenceFolder(bundle)
     page = _bundle_page(bundle, verdict.kind.name, bool(verdict.summary["passed"]))
-    data = folder.read_bytes(PAGE_FILE)
-    if data != page.html.encode("utf-8"):
-        raise VerificationError(f"{PAGE_FILE} differs from the page rendered from its bundle")
-    manifest = load_report_json(folder, BUNDLE_MANIFEST)
-    label = manifest.get("source")
-    if not isinstance(label, str):
-        raise VerificationError(f"{BUNDLE_MANIFEST} names no source")
+    rendered = {PAGE_FILE: page.html.encode("utf-8"), **page.files}
     listed = {
         name: {"sha256": row["sha256"], "bytes": row["bytes"]}
         for name, row in verdict.files.items()
     }
-    listed[PAGE_FILE] = {"sha256": sha256_bytes(data), "bytes": len(data)}
-    expected = pretty_json(bundle_manifest(verdict.kind.name, label, listed)).encode("utf-8")
-    if folder.read_bytes(BUNDLE_MANIFEST) != expected:
+    for name, expected in sorted(rendered.items()):
+        data = folder.read_bytes(name)
+        if data != expected:
+            raise VerificationError(f"{name} differs from the file rendered from its bundle")
+        listed[name] = {"sha256": sha256_bytes(data), "bytes": len(data)}
+    manifest = load_report_json(folder, BUNDLE_MANIFEST)
+    label = manifest.get("source")
+    if not isinstance(label, str):
+        raise VerificationError(f"{BUNDLE_MANIFEST} names no source")
+    expected_manifest = bundle_manifest(verdict.kind.name, label, listed)
+    if folder.read_bytes(BUNDLE_MANIFEST) != pretty_json(expected_manifest).encode("utf-8"):
         raise VerificationError(f"{BUNDLE_MANIFEST} does not list exactly the bundle's files")
     return {
         name: {**folder.files_json()[name], "role": REGENERATED}
-        for name in (PAGE_FILE, BUNDLE_MANIFEST)
+        for name in (*rendered, BUNDLE_MANIFEST)
     }
 
 
@@ -629,8 +648,8 @@ def _copy_bundle(source: ReportSource, dest: Path) -> None:
     for item in tree:
         if item.relative == PAGE_FILE:
             continue  # replaced by the site page
-        if item.relative == BUNDLE_MANIFEST:
-            raise InputError(f"{source.path}/{BUNDLE_MANIFEST}: a reserved file name")
+        if item.relative == BUNDLE_MANIFEST or item.relative.startswith(f"{CHUNK_DIR}/"):
+            raise InputError(f"{source.path}/{item.relative}: a reserved file name")
         try:
             with item.path.open("rb") as handle:
                 data = handle.read(MAX_EVIDENCE_FILE_BYTES + 1)
@@ -672,6 +691,11 @@ def build_site(
             except EvalArcError as error:
                 raise InputError(f"{source.path}: {error.message}") from None
             write_text(bundle / PAGE_FILE, page.html)
+            for relative, data in sorted(page.files.items()):
+                target = bundle.joinpath(*PurePosixPath(relative).parts)
+                if target.exists():
+                    raise InputError(f"{source.path}/{relative}: a reserved file name")
+                write_bytes(target, data)
             manifest = bundle_manifest(page.kind, source.label, bundle_files(bundle))
             write_json(bundle / BUNDLE_MANIFEST, manifest)
             entries.append(IndexEntry(slug, source.label, page.kind, page.passed, page.verdict))

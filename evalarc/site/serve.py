@@ -38,6 +38,7 @@ from urllib.parse import unquote, urlsplit
 from evalarc.errors import EvalArcError, OutputError
 from evalarc.resources import bundled_dir
 from evalarc.site.build import DOCS_DIR, PAGE_FILE, REPORTS_DIR, SiteOptions, build_site
+from evalarc.site.case_page import CHUNK_DIR
 from evalarc.terminal import has_unsafe_characters
 
 HOST = "127.0.0.1"
@@ -150,6 +151,17 @@ def is_site_page(relative: str) -> bool:
     return len(parts) == 2 and parts[0] == DOCS_DIR and parts[1].endswith(".html")
 
 
+def is_evidence_chunk(relative: str) -> bool:
+    """Whether ``relative`` is an evidence chunk a report page renders beside itself."""
+    parts = relative.split("/")
+    return (
+        len(parts) == 4
+        and parts[0] == REPORTS_DIR
+        and parts[2] == CHUNK_DIR
+        and parts[3].endswith(".js")
+    )
+
+
 def page_policy(html: bytes) -> str | None:
     """The Content-Security-Policy a page declares in its own ``<meta>`` (entities undone)."""
     match = _PAGE_POLICY.search(html[:16384])
@@ -234,6 +246,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(HTTPStatus.NOT_FOUND, "Not found")
             return
         policy = SANDBOX_POLICY
+        if is_evidence_chunk(relative):
+            # A page's evidence chunk, loaded by that page as a script (its policy allows it by
+            # hash): served as JavaScript, unlike every other .js file (candidate sources).
+            content_type = "text/javascript; charset=utf-8"
         if suffix == ".html":
             declared = page_policy(data) if is_site_page(relative) else None
             if declared is None:

@@ -48,6 +48,7 @@ from evalarc.site.build import (
     render_doc,
     render_index,
 )
+from evalarc.site.case_page import CHUNK_DIR
 from evalarc.site.check import check_page
 
 SITE_SCOPE = (
@@ -350,7 +351,21 @@ def _verify_bundle(
         return [f"{report.path}: {error.message}"]
     if page.kind != report.kind:
         problems.append(f"{report.path} holds a {page.kind} report, not {report.kind}")
-    found = {name: (row["sha256"], row["bytes"]) for name, row in page.files.items()}
+    found = {name: (row["sha256"], row["bytes"]) for name, row in page.verified.items()}
+    chunks: dict[str, dict[str, Any]] = {}
+    for relative, expected in sorted(page.files.items()):
+        file_name = f"{report.path}/{relative}"
+        if file_name not in present:
+            continue  # named below as missing from the manifest's listing
+        if file_differs(folder, file_name, expected):
+            problems.append(f"{file_name} differs from the file rendered from its bundle")
+            continue
+        record = folder.files[file_name]
+        found[relative] = (record.sha256, record.bytes)
+        chunks[file_name] = {"sha256": record.sha256, "bytes": record.bytes, "role": REGENERATED}
+    for relative in sorted(listed):
+        if relative.startswith(f"{CHUNK_DIR}/") and relative not in page.files:
+            problems.append(f"{report.path}/{relative} is not rendered from its bundle")
     page_data: bytes | None = None
     if page_name in present:
         try:
@@ -374,8 +389,9 @@ def _verify_bundle(
         return problems
     assert page_data is not None
     page_record = folder.files[page_name]
-    for name, row in page.files.items():
+    for name, row in page.verified.items():
         roles[f"{report.path}/{name}"] = row
+    roles.update(chunks)
     roles[page_name] = {
         "sha256": page_record.sha256,
         "bytes": page_record.bytes,
@@ -389,6 +405,14 @@ def _verify_bundle(
     entries.append(IndexEntry(slug, report.label, page.kind, page.passed, page.verdict))
     results.append({"path": report.path, "kind": page.kind, "passed": page.passed})
     return []
+
+
+def file_differs(folder: EvidenceFolder, name: str, data: bytes) -> bool:
+    """Whether the rendered file ``name`` differs from ``data`` (a missing file differs)."""
+    try:
+        return folder.read_bytes(name) != data
+    except EvalArcError:
+        return True
 
 
 def name_differs(folder: EvidenceFolder, name: str, html: str) -> bool:
