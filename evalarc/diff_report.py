@@ -28,7 +28,13 @@ from evalarc.errors import VerificationError
 from evalarc.formats import Run, load_results
 from evalarc.formats.evaluation import resolve_evaluation_path
 from evalarc.formats.model import Source
-from evalarc.review.diff import DIFF_SCHEMA, DiffOptions, compute_diff, overall_passed
+from evalarc.review.diff import (
+    DIFF_SCHEMA,
+    DiffOptions,
+    compute_diff,
+    overall_passed,
+    prepare_runs,
+)
 from evalarc.review.diff_text import markdown_summary
 from evalarc.review.leakage import HarnessFile, collect_harness
 from evalarc.review.split import CaseSplit, load_split
@@ -70,6 +76,7 @@ def run_diff(
     current = load_results(request.current, request.format, request.options.threshold)
     split = load_split(request.held_out) if request.held_out is not None else None
     harness = collect_harness(list(request.harness)) if request.harness is not None else None
+    baseline, current = prepare_runs(baseline, current)
     report = compute_diff(
         baseline, current, request.options, split=split, harness=harness, created_at=timestamp()
     )
