@@ -169,7 +169,7 @@ def diff(
     """Compare every case and check of BASELINE and CURRENT; exit 1 if any check lost passes."""
     from evalarc.diff_report import DiffRequest, run_diff
     from evalarc.review.diff import DiffOptions, overall_passed
-    from evalarc.review.diff_text import markdown_summary, terminal_lines
+    from evalarc.review.diff_text import terminal_lines
 
     options = DiffOptions(
         threshold=threshold,
@@ -186,9 +186,7 @@ def diff(
         held_out=held_out,
         harness=list(harness) if harness else None,
     )
-    report = run_diff(request, output, junit)
-    if markdown is not None:
-        _append(markdown, markdown_summary(report))
+    report = run_diff(request, output, junit, markdown)
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:

@@ -199,9 +199,12 @@ def top_level_member_types(path: Path) -> Iterator[tuple[str, type]]:
                 kind = window.kind()
                 if kind is dict or kind is list:
                     yield key, kind
-                    window.skip(1)
+                    # Down to the rows of promptfoo's results.results[], one value at a time.
+                    window.skip(1, walk_depth=3)
                 else:
                     yield key, type(window.value())
+        except CapExceeded as error:
+            raise InputError(f"{path}: {error}") from None
         except (ValueError, RecursionError) as error:
             raise InputError(f"{path} is not JSON: {error}") from None
 

@@ -41,6 +41,10 @@ def detect_format(path: Path, head: bytes) -> str:
     for key, kind in top_level_member_types(path):
         if key == "eval" and kind is dict:
             return "inspect"
+        if key == "results" and kind is dict and not saw_schema:
+            # Inspect writes `eval` before `results` (also with sorted keys); an EvalArc
+            # evaluation starts with schema_version. Deciding here spares a walk of every row.
+            return "promptfoo"
         saw_results = saw_results or (key == "results" and kind is dict)
         saw_schema = saw_schema or (key == "schema_version" and kind is str)
     if saw_schema and is_evaluation(_parse_json_file(path)):
