@@ -91,8 +91,8 @@ class TextWindow:
             except json.JSONDecodeError as error:
                 if self.at_end:
                     raise JsonSyntaxError(error.msg, self._dropped + error.pos) from None
-                self._check_containers()
                 self._grow(len(self.text) - self.position)
+                self._check_containers()
                 continue
             # "1.5e" | "10": a number cut by the window parses as a shorter number followed by
             # up to two stray characters, so a value ending that close to the edge is re-read.
@@ -102,8 +102,9 @@ class TextWindow:
             self._grow()
 
     def _check_containers(self) -> None:
-        """Refuse an unfinished value that already holds more containers than the cap, before
-        the decoder builds them (the count includes braces inside strings: an upper bound)."""
+        """Refuse an unfinished value that may hold more containers than the cap, before the
+        decoder builds them: the count covers the window from the value on (braces inside
+        strings and in the values after it included), an upper bound."""
         start = self.position
         if self.text.count("{", start) + self.text.count("[", start) > MAX_VALUE_CONTAINERS:
             raise CapExceeded(
