@@ -13,8 +13,8 @@ Run it with the Python that has EvalArc installed (`evalarc` is taken from besid
    seconds, peak RSS from os.wait4), killed after 120 s.
 3. On the 20,000-sample `.eval` pair of bench/diff_large.py (made with the real inspect-ai,
    cached under bench/out/inspect-<samples>/; skip with --skip-eval-pair) it also measures the
-   parse floor in the same run: a child that decompresses every member of both logs and parses
-   it with orjson, doing nothing else.
+   parse floor in the same run: a child that decompresses every member of both logs (with the
+   same archive reader, Zstandard included) and parses it with orjson, doing nothing else.
 
 Targets: every hostile file refused (exit 2) or finished within 60 s and 512 MB; peak RSS on a
 valid input <= 2x its size + 100 MB; the valid promptfoo pair <= 30 s; the `.eval` pair <= 2x
@@ -45,12 +45,14 @@ HOSTILE_SECONDS = 60.0
 HOSTILE_BYTES = 512 * MIB
 
 FLOOR = """
-import sys, zipfile, orjson
+import sys, orjson
+from pathlib import Path
+from evalarc.formats.archive import SafeArchive
 for path in sys.argv[1:]:
-    with zipfile.ZipFile(path) as archive:
-        for info in archive.infolist():
-            if info.filename.endswith(".json"):
-                orjson.loads(archive.read(info))
+    with SafeArchive(Path(path)) as archive:
+        for name in archive.names():
+            if name.endswith(".json"):
+                orjson.loads(archive.read(name))
 """
 
 

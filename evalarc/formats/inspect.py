@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
+import msgspec
 
 from evalarc.canonical import sha256_text
 from evalarc.errors import InputError
@@ -113,23 +113,51 @@ def _read_archive(path: Path, on_sample: Callable[[object], None]) -> JSONObject
         if not members:
             raise InputError(f"{name}: {_NO_SAMPLES}")
         for member in members:
-            on_sample(_parse_member(archive, member))
+            on_sample(_parse_member(archive, member, sample=True))
     return {key: value for key, value in header.items() if key in _HEADER_KEYS}
 
 
-def _parse_member(archive: SafeArchive, member: str) -> object:
-    """One member parsed with orjson (several times faster than ``json``); what orjson refuses
-    but Inspect writes (NaN, integers beyond 64 bits) is parsed again with ``json``."""
+class _SampleFields(msgspec.Struct):
+    """The only fields of a sample EvalArc reads; the rest (messages, events, attachments: most
+    of the bytes) are skipped by the decoder without being built."""
+
+    id: Any = None
+    epoch: Any = None
+    scores: Any = None
+    error: Any = None
+    output: Any = None
+    input: Any = None
+    target: Any = None
+    model_usage: Any = None
+    working_time: Any = None
+    total_time: Any = None
+    limit: Any = None
+
+
+_SAMPLE_FIELDS = _SampleFields.__struct_fields__
+_SAMPLE_DECODER = msgspec.json.Decoder(_SampleFields)
+_ANY_DECODER = msgspec.json.Decoder()
+
+
+def _parse_member(archive: SafeArchive, member: str, sample: bool = False) -> object:
+    """One member parsed with msgspec (a sample: only the fields EvalArc reads); what msgspec
+    refuses but Inspect may write (NaN, integers beyond 64 bits, a sample that is not an
+    object) is parsed again with ``json``."""
     data = archive.read(member)
-    containers = data.count(b"{") + data.count(b"[")
-    if containers > MAX_VALUE_CONTAINERS:
+    # Each object or array takes at least two bytes, so only a member that large can pass the cap.
+    if len(data) > 2 * MAX_VALUE_CONTAINERS and (
+        data.count(b"{") + data.count(b"[") > MAX_VALUE_CONTAINERS
+    ):
         raise InputError(
             f"{archive.name}: member {show_name(member)} holds more than "
             f"{MAX_VALUE_CONTAINERS:,} JSON objects and arrays (the cap on one sample)"
         )
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
+        if sample:
+            fields = _SAMPLE_DECODER.decode(data)
+            return {name: getattr(fields, name) for name in _SAMPLE_FIELDS}
+        return _ANY_DECODER.decode(data)
+    except (msgspec.DecodeError, RecursionError):
         pass
     try:
         return json.loads(data)

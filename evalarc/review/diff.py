@@ -202,7 +202,12 @@ def natural_key(text: str) -> tuple[tuple[Any, ...], str]:
 
 
 def natural_sorted(items: Iterable[str]) -> list[str]:
-    return sorted(items, key=natural_key)
+    listed = list(items)
+    if len(listed) < 2:
+        return listed
+    if not any(_DIGITS.search(item) for item in listed):
+        return sorted(listed)  # no digits: the natural order is the plain order
+    return sorted(listed, key=natural_key)
 
 
 def compare_checks(baseline: Run, current: Run) -> tuple[list[dict[str, Any]], dict[str, int]]:
