@@ -10,7 +10,8 @@ Run it with the Python that has EvalArc installed (`evalarc` is taken from besid
    one sample member inflates to 63 MiB of empty objects, and a valid promptfoo pair of 92,000
    rows each (about 370 MB together).
 2. Measures `evalarc diff A B --json` per input in its own child process (wall time, CPU
-   seconds, peak RSS from os.wait4), killed after 120 s.
+   seconds, peak RSS from os.wait4); hostile inputs are killed after 120 s. Wall time follows
+   the machine's load; CPU seconds are the steadier figure on a shared machine.
 3. On the 20,000-sample `.eval` pair of bench/diff_large.py (made with the real inspect-ai,
    cached under bench/out/inspect-<samples>/; skip with --skip-eval-pair) it also measures the
    parse floor in the same run: a child that decompresses every member of both logs (with the
@@ -65,12 +66,12 @@ class Run:
     tail: str
 
 
-def measure(argv: list[str]) -> Run:
-    """Run ``argv`` as a child, killed after KILL_AFTER seconds; its own rusage from wait4."""
+def measure(argv: list[str], kill_after: float = KILL_AFTER) -> Run:
+    """Run ``argv`` as a child, killed after ``kill_after`` seconds; its rusage from wait4."""
     with tempfile.TemporaryFile() as stderr:
         started = time.perf_counter()
         child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
-        timer = threading.Timer(KILL_AFTER, child.kill)
+        timer = threading.Timer(kill_after, child.kill)
         timer.start()
         try:
             _, status, usage = os.wait4(child.pid, 0)
@@ -132,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     base = folder / "promptfoo-valid.baseline.json"
     cur = folder / "promptfoo-valid.current.json"
     size = base.stat().st_size + cur.stat().st_size
-    run = measure([*evalarc, "diff", str(base), str(cur), "--json"])
+    # Valid input is never killed early: on a busy machine its wall time says little.
+    run = measure([*evalarc, "diff", str(base), str(cur), "--json"], kill_after=1800)
     budget = 2 * size + 100 * MIB
     met = run.exit_code == 1 and run.wall <= 30 and run.rss <= budget
     failed = failed or run.exit_code != 1
@@ -149,8 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         logs = diff_large.ensure_logs(args.samples, tools, args.out)
         pair = [str(logs / "baseline.eval"), str(logs / "current.eval")]
         diff_large.warm_page_cache([Path(item) for item in pair])
-        floor = measure([sys.executable, "-c", FLOOR, *pair])
-        run = measure([*evalarc, "diff", *pair, "--json"])
+        floor = measure([sys.executable, "-c", FLOOR, *pair], kill_after=1800)
+        run = measure([*evalarc, "diff", *pair, "--json"], kill_after=1800)
         rows.append(line("parse floor: unzip + orjson every member", floor, "floor", True))
         rows.append(
             line(
