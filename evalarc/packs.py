@@ -644,7 +644,7 @@ def evaluate(
         "resolved": summary["resolved"],
         "dimensions": summary["dimensions"],
         "cases": records,
-        "evaluation_seconds": round(time.monotonic() - started, 6),
+        "evaluation_seconds": _evaluation_seconds(backend, records, time.monotonic() - started),
         "agent_cost_usd": None,
         "agent_tokens": None,
     }
@@ -667,14 +667,18 @@ def _run_one(
     transcript: Transcript | None = None
     outcome: CaseOutcome | None = None
     failure: EnvironmentFailure | None = None
+    recorded: float | None = 0.0 if backend.name == "replay" else None
     try:
         with backend.open_case(f"{case.seed}/{case.case_id}") as case_run:
             transcript = case_run.transcript
+            if recorded is not None:
+                recorded = _recorded_seconds(case_run)
             outcome = grader.run_case(case, case_run)
     except EnvironmentFailure as error:
         # Opening the case or cleaning it up failed: whatever ran is unassessed.
         failure = error
-    duration = time.monotonic() - started
+    # A replay reports the duration of the recording it replays, never its own timing.
+    duration = time.monotonic() - started if recorded is None else recorded
     recording: CaseRecording | None = None
     if transcript is not None and transcript.events:
         recording = CaseRecording(case.seed, case.case_id, transcript.sha256(), transcript)
@@ -685,6 +689,21 @@ def _run_one(
         duration, recording.sha256 if recording else None, limits.stderr_tail_bytes
     )
     return record, recording
+
+
+def _evaluation_seconds(
+    backend: Backend, records: Sequence[Mapping[str, Any]], measured: float
+) -> float:
+    """Host seconds of the run; for a replay, the sum of its recorded case durations."""
+    if backend.name == "replay":
+        return round(sum(float(record["duration_seconds"]) for record in records), 6)
+    return round(measured, 6)
+
+
+def _recorded_seconds(case_run: CaseRun) -> float:
+    """The length of the recording a replayed case answers from (0.0 when it has none)."""
+    seconds = getattr(case_run, "recorded_seconds", 0.0)
+    return float(seconds) if isinstance(seconds, int | float) else 0.0
 
 
 def _ignore(event: dict[str, Any]) -> None:

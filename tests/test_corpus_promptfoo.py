@@ -17,7 +17,7 @@ from evalarc.cli import main
 from evalarc.formats import load_results
 from evalarc.review.diff import BLOCKING_KINDS, DiffOptions, compute_diff
 
-CORPUS = Path(__file__).resolve().parent / "corpus" / "promptfoo"
+CORPUS = Path(__file__).resolve().parent / "corpus" / "promptfoo" / "generated"
 TRUTH: dict[str, Any] = json.loads((CORPUS / "truth.json").read_text(encoding="utf-8"))
 PAIRS = sorted(TRUTH["pairs"])
 

@@ -3,7 +3,7 @@ exception that may escape is an :class:`~evalarc.errors.EvalArcError` (which the
 one ``evalarc:`` line and exit 2). A ``TypeError``, ``KeyError``, ``RecursionError``,
 ``UnicodeError`` or ``StopIteration`` escaping is a bug: the user would see a traceback.
 
-Inputs are the real files of the shared corpus and real report folders (made by the CLI), mutated
+Inputs are the real files of tests/corpus and real report folders (made by the CLI), mutated
 byte by byte and structure by structure, plus generated JSON and XML. Whatever a reader accepts
 is also pushed through the computations and the report writer (diff, health, canonical JSON), so
 odd-but-accepted values cannot crash later either. Examples per test are bounded
@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from evalarc.canonical import compact_json, pretty_json, sha256_bytes
 from evalarc.errors import EvalArcError
 from evalarc.formats import Run, load_results
-from evalarc.formats.junit import build_junit_run, parse_junit_bytes
+from evalarc.formats.junit import read_junit_bytes
 from evalarc.formats.model import Source
 from evalarc.review.diff import DiffOptions, compute_diff
 from evalarc.review.health import HealthOptions, compute_health
@@ -43,6 +43,8 @@ from evalarc.review.split import load_split, partition
 from evalarc.runtime.recording import parse_recording
 from evalarc.trajectory_report import run_trajectory
 from evalarc.verify import verify_report_folder
+
+pytestmark = pytest.mark.slow
 
 
 def _load_corpus_module() -> ModuleType:
@@ -567,8 +569,7 @@ def test_junit_documents(seeds: dict[str, Any], data: st.DataObject) -> None:
             )
 
     def action() -> None:
-        root = parse_junit_bytes(blob, "fuzzed.xml")
-        run = build_junit_run(root, SOURCE, 1.0)
+        run = read_junit_bytes(blob, SOURCE, 1.0)
         if run.cases:
             downstream(run)
 

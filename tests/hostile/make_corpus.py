@@ -977,7 +977,7 @@ ENTRIES: list[Entry] = [
         "results/junit_xinclude.xml",
         "result",
         "XInclude of /etc/passwd (never expanded)",
-        "contains no scored cases",
+        "is not a JUnit shape EvalArc can assess",
     ),
     Entry(
         "results/junit_unknown_encoding.xml",
@@ -1756,7 +1756,7 @@ def main(argv: list[str]) -> int:
     if out.exists():
         sys.stderr.write(f"{out} exists; choose a new folder\n")
         return 2
-    corpus = Path("/work/shared/corpus")
+    corpus = HERE.parent / "corpus"
     evalarc = str(Path(sys.executable).parent / "evalarc")
     bases = build_bases(out / "bases", corpus, evalarc)
     for entry in ENTRIES:

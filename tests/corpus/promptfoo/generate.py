@@ -6,9 +6,9 @@ Without --promptfoo, promptfoo@0.121.20 is installed with npm into tests/corpus/
 (git-ignored). Every run is offline: the built-in `echo` provider or the local
 `file://scripted_provider.js`, `--no-cache -j 1`, telemetry and update checks off, promptfoo's
 own state in a temporary folder. Each scenario is run twice (EVALARC_VARIANT=baseline, then
-current) and written as <scenario>.baseline.json / <scenario>.current.json beside this script.
+current) and written as generated/<scenario>.baseline.json and .current.json.
 
-truth.json is computed here from promptfoo's own JSON (its row verdicts `success`,
+generated/truth.json is computed here from promptfoo's own JSON (its row verdicts `success`,
 `failureReason`, `gradingResult.componentResults[].pass` and its `stats`), never by EvalArc:
 per test x provider x prompt and declared assertion, the pass and assessed counts on both sides,
 and which of them lost passes or coverage.
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+OUT = HERE / "generated"
 TOOLS = HERE / ".tools"
 PROMPTFOO_VERSION = "0.121.20"
 PROVIDER = "file://scripted_provider.js"
@@ -234,7 +235,7 @@ def _config(scenario: dict[str, Any], variant: str) -> dict[str, Any]:
 
 
 def run_promptfoo(binary: Path, name: str, scenario: dict[str, Any], variant: str) -> Path:
-    target = HERE / f"{name}.{variant}.json"
+    target = OUT / f"{name}.{variant}.json"
     with tempfile.TemporaryDirectory(prefix="evalarc-promptfoo-") as work:
         folder = Path(work)
         shutil.copy(HERE / "scripted_provider.js", folder / "scripted_provider.js")
@@ -380,7 +381,8 @@ def main(argv: list[str] | None = None) -> int:
             **truth_of(documents["baseline"], documents["current"]),
         }
         print(f"{name}: {len(truth['pairs'][name]['lost'])} assertion(s) lost passes or coverage")
-    (HERE / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    OUT.mkdir(exist_ok=True)
+    (OUT / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
     return 0
 
 
