@@ -280,6 +280,7 @@ def test_key_order_counts_and_sorting() -> None:
         "current_incomplete",
         "gate_passed",
         "changes",
+        "groups",
         "interpretation",
         "sampling_noise_note",
         "usage",

@@ -17,6 +17,7 @@ from typing import Any
 from evalarc.errors import IncomparableError, InputError, UsageError
 from evalarc.formats.model import Attempt, Run
 from evalarc.formats.promptfoo import align_matrix, matrix_sides
+from evalarc.review.cluster import change_groups
 from evalarc.review.leakage import MIN_LEAK_CHARS, HarnessFile, scan_leakage
 from evalarc.review.split import CaseSplit, review_generalization
 from evalarc.review.stats import intervals_overlap, rounded_interval, wilson_interval
@@ -384,6 +385,7 @@ def compute_diff(
     report["current_incomplete"] = current_incomplete
     report["gate_passed"] = blocking == 0 and not current_incomplete and not baseline_incomplete
     report["changes"] = rows
+    report["groups"] = change_groups(rows, baseline, current, BLOCKING_KINDS)
     report["interpretation"] = INTERPRETATION
     report["sampling_noise_note"] = SAMPLING_NOISE_NOTE
     matrix = matrix_sides(baseline, current)
