@@ -230,7 +230,12 @@ def test_verify_passes_and_lists_the_evidence(cli: Cli, folder: Path) -> None:
     assert result["kind"] == "trajectory"
     assert result["passed"] is True
     assert result["normalized_score_area"] == 0.625
-    assert sorted(result["files"]) == ["checkpoints.json", "index.html", "params.json", "trajectory.json"]
+    assert sorted(result["files"]) == [
+        "checkpoints.json",
+        "index.html",
+        "params.json",
+        "trajectory.json",
+    ]
     assert result["files"]["index.html"]["role"] == "regenerated"
     assert result["files"]["checkpoints.json"]["role"] == "preserved"
     assert cli("verify", folder / "trajectory.json", "--require-accepted").exit_code == 0

@@ -84,7 +84,9 @@ def test_a_resolved_evaluation_verifies(cli: Cli, folders: dict[str, Path]) -> N
     files = result["files"]
     assert {"evaluation.json", "params.json", "recordings/index.json", "candidate/main.py",
             "candidate/TASK.md"} <= set(files)
-    recordings = [name for name in files if name.startswith("recordings/") and name.endswith(".jsonl")]
+    recordings = [
+        name for name in files if name.startswith("recordings/") and name.endswith(".jsonl")
+    ]
     assert len(recordings) == 8  # 2 seeds x 4 episodes
     assert files["events.jsonl"]["role"] == "regenerated"
     assert cli("verify", folders["reference"], "--require-accepted").exit_code == 0
