@@ -202,6 +202,19 @@ def _folder_of(evidence: Path) -> Path:
     raise VerificationError(f"{evidence} is neither a report folder nor a report JSON file")
 
 
+def is_process_record(params_document: dict[str, Any], name: str) -> bool:
+    """Whether ``name`` (relative, POSIX) is a process record of the kind ``params_document``
+    names: kept beside the report by the writing command, listed by ``verify`` but not
+    checkable, so a site leaves it out of the bundle."""
+    kind = _kinds().get(str(params_document.get("kind")))
+    if kind is None:
+        return False
+    return any(
+        name == record or (record.endswith("/") and name.startswith(record))
+        for record in kind.records
+    )
+
+
 def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderVerdict:
     """Apply the rule of a verified folder (module docstring) to the report folder ``evidence``.
 

@@ -154,3 +154,17 @@ def test_scrubbers_leave_the_pages_meaningful(site: Path) -> None:
         text = (site / relative).read_text(encoding="utf-8")
         scrubbed = scrub(name, text)
         assert len(scrubbed) > 0.9 * len(text), name
+
+
+def test_a_hillclimb_run_bundle_leaves_its_process_records_out(site: Path, cli: Cli) -> None:
+    """The loop's log and patches cannot be recomputed, so the site never publishes them, and
+    the site built without them verifies."""
+    source = site.parent / "reports" / "hillclimb-run"
+    assert (source / "loop.json").is_file() and (source / "config.toml").is_file()
+    bundle = site / "reports" / "hillclimb-run"
+    names = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
+    assert "params.json" in names
+    for record in ("loop.json", "config.toml", "final.diff"):
+        assert record not in names
+    assert not any(name.startswith(("steps/", "original/")) for name in names)
+    assert cli("verify", site).exit_code in (0, 1)

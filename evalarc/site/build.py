@@ -634,6 +634,15 @@ def _refuse_nesting(output: Path, inputs: Sequence[Path]) -> None:
             raise UsageError(f"output folder {output} is inside the input {given}; choose another")
 
 
+def _params_of(source: ReportSource) -> dict[str, Any]:
+    """The folder's params.json as an object, or an empty one (verify refuses it later)."""
+    try:
+        document = load_report_json(EvidenceFolder(source.path), PARAMS_FILE)
+    except EvalArcError:
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
 def _copy_bundle(source: ReportSource, dest: Path) -> None:
     """Copy a report folder into the site, refusing it (before a byte is copied) when it holds
     a symlink, hard link, device file, a name with control characters, or too much; what is
@@ -645,9 +654,14 @@ def _copy_bundle(source: ReportSource, dest: Path) -> None:
         max_bytes=MAX_BUNDLE_BYTES,
         error=InputError,
     )
+    from evalarc.verify import is_process_record
+
+    params_document = _params_of(source)
     for item in tree:
         if item.relative == PAGE_FILE:
             continue  # replaced by the site page
+        if is_process_record(params_document, item.relative):
+            continue  # a record verify cannot check (hillclimb-run's log): never published
         if item.relative == BUNDLE_MANIFEST or item.relative.startswith(f"{CHUNK_DIR}/"):
             raise InputError(f"{source.path}/{item.relative}: a reserved file name")
         try:
