@@ -7,7 +7,7 @@ bash scripts/docker_setup.sh
 bash scripts/browser_setup.sh
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[dev]'
+.venv/bin/python -m pip install -q -e '.[dev,ray]'
 .venv/bin/ruff check evalarc tests bench
 .venv/bin/ruff format --check evalarc
 .venv/bin/mypy

@@ -144,6 +144,7 @@ done
 for dir in /tmp /dev/shm "$@"; do
   for entry in "$dir"/* "$dir"/.[!.]* "$dir"/..?*; do
     if [ -e "$entry" ] || [ -L "$entry" ]; then
+      find "$dir" -mindepth 1 -type d ! -perm -u=rwx -exec chmod u+rwx {} + 2>/dev/null
       rm -rf "$dir"/* "$dir"/.[!.]* "$dir"/..?* || exit 4
       break
     fi
@@ -153,7 +154,8 @@ exit 0
 """
 """Runs as ``sh -c _REAPER reaper [extra dirs to empty]`` under uid 65534: SIGKILL every other
 process of that uid (``kill -1`` spares the caller and uids it may not signal), wait until none
-is listed in /proc, then empty the scratch folders."""
+is listed in /proc, then empty the scratch folders (folders the candidate locked, e.g. mode
+0500, are first made writable again: find does not follow links)."""
 _READ_CHUNK = 65536
 _POLL_INTERVAL = 0.005
 _FRAME_HEADER = struct.Struct(">BxxxL")
