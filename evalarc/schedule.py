@@ -294,10 +294,12 @@ def run_subjects(
                     },
                 )
             )
+        # Case-major, so every candidate advances at the same pace (an infrastructure failure
+        # part-way through then touches each of them alike).
         jobs = [
             CaseJob(index, number, case)
-            for index in range(len(subjects))
             for number, case in enumerate(cases, start=1)
+            for index in range(len(subjects))
         ]
         started = time.monotonic()
         for job in jobs:

@@ -5,6 +5,7 @@ line, instead of the reference's response (so the case fails on a mismatch, and 
 shows the bound).
 """
 
+import contextlib
 import errno
 import os
 
@@ -22,10 +23,8 @@ def respond(request, response, params):
                 written += len(CHUNK)
     except OSError as error:
         errors["bytes"] = errno.errorcode.get(error.errno, str(error.errno))
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(os.path.join(state, "fill"))
-    except OSError:
-        pass
     try:
         while made < params.get("files", 100_000):
             open(os.path.join(state, f"f{made}"), "wb").close()
