@@ -93,8 +93,12 @@ def unpack_snapshot(blob: bytes, sha256: str, default_command: list[str], root: 
     is the candidate the host fingerprinted."""
     final = root / f"evalarc-worker-{sha256[:32]}"
     if (final / "snapshot").is_dir():
-        snapshot = snapshot_candidate(final / "snapshot", final / ".check", default_command)
-        shutil.rmtree(final / ".check", ignore_errors=True)
+        # Several workers of a node may check the cached copy at once: each in its own folder.
+        check = Path(tempfile.mkdtemp(prefix="evalarc-worker-check-", dir=root))
+        try:
+            snapshot = snapshot_candidate(final / "snapshot", check / "copy", default_command)
+        finally:
+            shutil.rmtree(check, ignore_errors=True)
         if snapshot.sha256 == sha256:
             return _moved(snapshot, final / "snapshot")
         shutil.rmtree(final, ignore_errors=True)
@@ -169,6 +173,9 @@ def run_case_on_node(
     started = time.monotonic()
     key = (sha256, image)
     backend = _BACKENDS.get(key)
+    if backend is not None and not backend.snapshot_dir.is_dir():
+        backend.client.close()  # an earlier run ended and removed this node's copy
+        backend = None
     if backend is None:
         root = Path(tempfile.gettempdir())
         snapshot = unpack_snapshot(blob, sha256, list(pack.default_command), root)
@@ -185,10 +192,14 @@ def run_case_on_node(
     }
 
 
-def sweep_node() -> int:
-    """Remove leftovers of dead owners from this node's engine (after a cancelled run)."""
+def sweep_node(snapshots: Sequence[str] = ()) -> int:
+    """Remove leftovers of dead owners from this node's engine (workers killed mid-case) and
+    this node's copies of the run's snapshots; return how many containers were removed."""
     from evalarc.runtime.docker_backend import connect, sweep_containers
 
+    root = Path(tempfile.gettempdir())
+    for sha256 in snapshots:
+        shutil.rmtree(root / f"evalarc-worker-{sha256[:32]}", ignore_errors=True)
     client = connect()
     try:
         return sweep_containers(client)
@@ -399,7 +410,8 @@ class RayExecutor:
         self.sweep()
 
     def sweep(self) -> None:
-        """Remove containers of dead owners on every slot node (workers killed mid-case)."""
+        """On every live slot node: remove containers of dead owners (workers killed
+        mid-case) and the node's copies of this run's snapshots."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         ray = self._ray
@@ -410,7 +422,7 @@ class RayExecutor:
                 num_cpus=0,
                 max_retries=0,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
-            ).remote()
+            ).remote([subject.snapshot.sha256 for subject in self._subjects])
             for node in getattr(self, "_nodes", [])
             if node in alive
         ]
@@ -418,7 +430,7 @@ class RayExecutor:
             ray.get(refs, timeout=60)
 
     def close(self) -> None:
-        if self._ray.is_initialized() and hasattr(self, "_nodes") and self._lost:
+        if self._ray.is_initialized() and hasattr(self, "_nodes"):
             self.sweep()
         if self._started_here:
             self._ray.shutdown()
