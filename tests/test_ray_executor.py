@@ -117,7 +117,7 @@ def test_ray_audit_is_the_jobs_audit(
     assert result["valid"] is True and result["notes"] == []
     assert _without_timing(_audit(folder)) == _without_timing(_audit(threads_audit))
     params = json.loads((folder / "params.json").read_text())
-    assert params["params"]["executor"] == "ray"
+    assert params["executor"] == "ray"
     assert "127.0.0.1" not in (folder / "params.json").read_text()
     assert _verify(folder).returncode == 0
     assert result["containers_left"] == []
