@@ -32,6 +32,7 @@ import shutil
 import tarfile
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -236,6 +237,9 @@ class RayExecutor:
         self._image = image
         self._on_start = on_start
         self._pending: dict[Any, CaseJob] = {}
+        self._queued: deque[CaseJob] = deque()
+        self.window = 0
+        """Cases handed to Ray at once: twice the slots of the cluster."""
         self._rejections: list[str] = []
         self._lost: list[str] = []
         self._started_here = False
@@ -244,6 +248,7 @@ class RayExecutor:
             if not ray.is_initialized():
                 self._connect(address)
             self._nodes = self._slot_nodes()
+            self.window = 2 * self._slot_count()
             self._runtime = self._check_nodes(pack, subjects)
             self._remote_case = ray.remote(run_case_on_node).options(
                 num_cpus=0,
@@ -293,6 +298,14 @@ class RayExecutor:
                 f"nodes that run cases with ray start --resources '{{\"{SLOT_RESOURCE}\": N}}'"
             )
         return sorted(nodes)
+
+    def _slot_count(self) -> int:
+        total = sum(
+            int(node.get("Resources", {}).get(SLOT_RESOURCE, 0))
+            for node in self._ray.nodes()
+            if node.get("Alive")
+        )
+        return max(1, total)
 
     def _check_nodes(self, pack: Pack, subjects: Sequence[RaySubject]) -> dict[str, Any]:
         """Probe every slot node; refuse the run unless all match this host."""
@@ -366,21 +379,30 @@ class RayExecutor:
         return runtime
 
     def submit(self, job: CaseJob) -> None:
-        subject = self._subjects[job.subject]
-        ref = self._remote_case.remote(
-            self._pack.id,
-            self._blobs[job.subject],
-            subject.snapshot.sha256,
-            job.case.seed,
-            job.case.case_id,
-            self._limits,
-            self._image,
-        )
-        self._pending[ref] = job
-        if self._on_start is not None:
-            self._on_start(job)
+        """Queue a case; at most :attr:`window` cases are handed to Ray at once, so the driver's
+        bookkeeping stays bounded however many cases a sweep has."""
+        self._queued.append(job)
+        self._top_up()
+
+    def _top_up(self) -> None:
+        while self._queued and len(self._pending) < self.window:
+            job = self._queued.popleft()
+            subject = self._subjects[job.subject]
+            ref = self._remote_case.remote(
+                self._pack.id,
+                self._blobs[job.subject],
+                subject.snapshot.sha256,
+                job.case.seed,
+                job.case.case_id,
+                self._limits,
+                self._image,
+            )
+            self._pending[ref] = job
+            if self._on_start is not None:
+                self._on_start(job)
 
     def next_result(self, timeout: float) -> tuple[CaseJob, CaseResult] | None:
+        self._top_up()
         if not self._pending:
             time.sleep(timeout)
             return None
@@ -403,6 +425,7 @@ class RayExecutor:
         return job, self._accept(job, answer)
 
     def cancel(self) -> None:
+        self._queued.clear()
         for ref in list(self._pending):
             with contextlib.suppress(Exception):
                 self._ray.cancel(ref, force=True)
