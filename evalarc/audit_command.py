@@ -73,6 +73,7 @@ from evalarc.runtime.replay import (
     case_label,
     make_replay_backend,
     open_store,
+    recordings_label,
 )
 from evalarc.runtime.snapshot import Snapshot, snapshot_candidate
 from evalarc.schedule import (
@@ -581,7 +582,7 @@ def audit_params(options: AuditOptions, resolved: ResolvedAudit) -> dict[str, JS
         **executor_params(options.executor, options.retry_infrastructure),
         "replay_recordings": None
         if options.backend != "replay"
-        else (str(options.recordings) if options.recordings is not None else "bundled"),
+        else recordings_label(options.recordings),
         "report": REPORT_FILE,
         "recordings": f"{RECORDINGS_DIR}/{INDEX_FILE}",
     }

@@ -47,9 +47,22 @@ class _Group(click.Group):
             # exit code 130 into a death by signal while the interpreter shuts down.
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+            published = ctx.meta.get(_PUBLISHED)
+            if isinstance(published, int):
+                # Too late to cancel: the output is complete and published, its result stands.
+                sys.exit(published)
             click.echo("evalarc: cancelled", err=True)
             sys.exit(int(ExitCode.CANCELLED))
         return None
+
+
+_PUBLISHED = "evalarc.published"
+
+
+def _published(code: int) -> None:
+    """Note that the command's output folder is complete and published with exit code ``code``:
+    a Ctrl-C after this point cancels nothing, so the command still exits ``code``."""
+    click.get_current_context().meta[_PUBLISHED] = int(code)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -434,6 +447,32 @@ def trajectory(
     sys.exit(int(ExitCode.ACCEPTED))
 
 
+def _verified_lines(result: dict[str, Any]) -> list[str]:
+    """What ``verify`` prints on success: that the records are consistent, what was checked,
+    and, on a line of its own, the report's (or the site's) decision, which is separate."""
+    lines = [
+        f"Verified {result['kind']}: {len(result['files'])} evidence files; "
+        "the records are consistent.",
+        str(result["scope"]),
+    ]
+    reports = result.get("reports")
+    if result["kind"] == "site" and isinstance(reports, list):
+        failing = [str(entry["path"]) for entry in reports if not entry.get("passed")]
+        if failing:
+            names = ", ".join(path.rsplit("/", 1)[-1] for path in failing)
+            lines.append(
+                f"Verdicts: {len(failing)} of the site's {len(reports)} reports are failing "
+                f"gates (their decision is no): {names}."
+            )
+        else:
+            lines.append(f"Verdicts: all {len(reports)} of the site's reports pass their gates.")
+    elif result["passed"]:
+        lines.append("Verdict: the report's gate passes.")
+    else:
+        lines.append("Verdict: the report's gate is failing (its decision is no).")
+    return lines
+
+
 @main.command()
 @click.argument("evidence", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print evalarc.verification.v1 JSON.")
@@ -462,11 +501,8 @@ def verify(evidence: Path, as_json: bool, require_accepted: bool, require_resolv
     if as_json:
         click.echo(json.dumps(result, indent=2, ensure_ascii=False))
     else:
-        click.echo(
-            f"Verified {result['kind']}: {len(result['files'])} evidence files | "
-            f"Passed: {str(result['passed']).lower()}"
-        )
-        click.echo(result["scope"])
+        for line in _verified_lines(result):
+            click.echo(line)
     codes = [ExitCode.ACCEPTED]
     if require_resolved:
         if result.get("records_valid") is False:
@@ -747,6 +783,7 @@ def evaluate(
 
     with _final_event_on_failure(progress):
         result = run_evaluate(candidate, output, options, on_event=show)
+    _published(result.exit_code)
     for note in result.notes:
         click.echo(f"evalarc: {note}", err=True)
     click.echo(result.summary_line())
@@ -827,6 +864,7 @@ def audit(
 
     with _final_event_on_failure(progress):
         result = run_audit(output, options, on_event=show)
+    _published(result.exit_code)
     for divergence in result.divergences:
         click.echo(f"evalarc: {divergence.describe()}", err=True)
     for grader in result.foreign_graders:
@@ -882,6 +920,7 @@ def site_build(
     built = build_site(
         list(reports), output, options=SiteOptions(title=title), docs_dir=docs_dir, on_report=show
     )
+    _published(ExitCode.ACCEPTED)
     click.echo(
         f"Built {output}: {len(built.reports)} report(s), {built.failing} with a failing "
         f"verdict, {len(built.docs)} doc(s); open {output / 'index.html'}"
@@ -942,6 +981,7 @@ def demo(output: Path, quiet: bool) -> None:
             click.echo(f"demo: {line}", err=True)
 
     result = build_demo(output, docs=bundled_dir("docs"), progress=progress)
+    _published(ExitCode.ACCEPTED)
     click.echo(
         f"Built {len(result.reports)} reports and {len(result.site.docs)} docs into {output}"
     )

@@ -592,9 +592,9 @@ def _params(options: EvaluateOptions, seeds: list[int]) -> dict[str, JSONValue]:
         "recordings": f"{RECORDINGS_DIR}/{INDEX_FILE}",
     }
     if options.backend == "replay":
-        params["replay_recordings"] = (
-            str(options.recordings) if options.recordings is not None else "bundled"
-        )
+        from evalarc.runtime.replay import recordings_label
+
+        params["replay_recordings"] = recordings_label(options.recordings)
     params.update(executor_params(options.executor, options.retry_infrastructure))
     return params
 

@@ -613,6 +613,7 @@ def evaluate(
         records,
         created_at=created_at,
         seconds=time.monotonic() - started,
+        replayed=backend.name == "replay",
     )
     emit(evaluation_completed_event(pack, report))
     return EvaluationRun(report, recordings)
@@ -677,6 +678,7 @@ def evaluation_report(
     *,
     created_at: str,
     seconds: float,
+    replayed: bool = False,
 ) -> dict[str, Any]:
     """The ``evalarc.evaluation.v2`` object from the case records, in :func:`plan_cases` order
     (however the cases were scheduled)."""
@@ -698,7 +700,7 @@ def evaluation_report(
         "resolved": summary["resolved"],
         "dimensions": summary["dimensions"],
         "cases": records,
-        "evaluation_seconds": round(seconds, 6),
+        "evaluation_seconds": _evaluation_seconds(replayed, records, seconds),
         "agent_cost_usd": None,
         "agent_tokens": None,
     }
@@ -713,14 +715,18 @@ def run_case(
     transcript: Transcript | None = None
     outcome: CaseOutcome | None = None
     failure: EnvironmentFailure | None = None
+    recorded: float | None = 0.0 if backend.name == "replay" else None
     try:
         with backend.open_case(f"{case.seed}/{case.case_id}") as case_run:
             transcript = case_run.transcript
+            if recorded is not None:
+                recorded = _recorded_seconds(case_run)
             outcome = grader.run_case(case, case_run)
     except EnvironmentFailure as error:
         # Opening the case or cleaning it up failed: whatever ran is unassessed.
         failure = error
-    duration = time.monotonic() - started
+    # A replay reports the duration of the recording it replays, never its own timing.
+    duration = time.monotonic() - started if recorded is None else recorded
     recording: CaseRecording | None = None
     if transcript is not None and transcript.events:
         recording = CaseRecording(case.seed, case.case_id, transcript.sha256(), transcript)
@@ -731,6 +737,21 @@ def run_case(
         duration, recording.sha256 if recording else None, limits.stderr_tail_bytes
     )
     return record, recording
+
+
+def _evaluation_seconds(
+    replayed: bool, records: Sequence[Mapping[str, Any]], measured: float
+) -> float:
+    """Host seconds of the run; for a replay, the sum of its recorded case durations."""
+    if replayed:
+        return round(sum(float(record["duration_seconds"]) for record in records), 6)
+    return round(measured, 6)
+
+
+def _recorded_seconds(case_run: CaseRun) -> float:
+    """The length of the recording a replayed case answers from (0.0 when it has none)."""
+    seconds = getattr(case_run, "recorded_seconds", 0.0)
+    return float(seconds) if isinstance(seconds, int | float) else 0.0
 
 
 def _ignore(event: dict[str, Any]) -> None:

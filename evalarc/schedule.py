@@ -354,6 +354,7 @@ def run_subjects(
                     records,
                     created_at=created_at,
                     seconds=time.monotonic() - started,
+                    replayed=_replayed(subjects[job.subject]),
                 )
                 runs[job.subject] = SubjectRun(
                     report, [entry for entry in tally.recordings if entry is not None]
@@ -368,6 +369,10 @@ def run_subjects(
     done = [run for run in runs if run is not None]
     assert len(done) == len(subjects)
     return done
+
+
+def _replayed(subject: Subject) -> bool:
+    return subject.backend is not None and subject.backend.name == "replay"
 
 
 def case_started(

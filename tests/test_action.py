@@ -35,6 +35,8 @@ from evalarc.action import (
     workflow_command,
 )
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 ACTION = REPO / "action.yml"
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")

@@ -13,11 +13,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 
 from evalarc.audit_command import AuditOptions, run_audit
@@ -27,7 +25,6 @@ pytestmark = pytest.mark.docker
 
 IMAGES = {"python": os.environ.get("EVALARC_TEST_IMAGE", "evalarc-python:local"),
           "javascript": os.environ.get("EVALARC_TEST_NODE_IMAGE", "evalarc-node:local")}
-SETUP_HINT = "run `sudo bash scripts/docker_setup.sh` (starts the engine, builds the local images)"
 # Seed 17 live: declared, detected, weakest margin, caught by a single case, sole detectors.
 TABLES = {
     "durable-kv": (8, 8, 1, ["accept-nonstring-keys", "boolean-equals-one", "partial-batch"],
@@ -38,22 +35,6 @@ TABLES = {
 }
 VOLATILE = {"created_at", "duration_seconds", "evaluation_seconds", "recording_sha256",
             "image_id", "python", "platform", "stderr_tail"}
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Any]:
-    try:
-        client = docker.from_env()
-        client.ping()
-    except Exception as error:  # any failure to reach the engine means setup is missing
-        pytest.fail(f"no Docker engine ({error}); {SETUP_HINT}", pytrace=False)
-    for image in IMAGES.values():
-        try:
-            client.images.get(image)
-        except docker.errors.ImageNotFound:
-            pytest.fail(f"Docker image {image} is missing; {SETUP_HINT}", pytrace=False)
-    yield client
-    client.close()
 
 
 def _containers_under(engine: Any, root: Path) -> list[str]:

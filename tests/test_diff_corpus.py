@@ -1,4 +1,4 @@
-"""The diff over real result files (shared corpus): the change kinds its README implies.
+"""The diff over real result files (tests/corpus): the change kinds its README implies.
 
 The README states outcomes per attempt; the diff pairs case x check and compares pass counts, so
 the expectations below translate them (e.g. a sample going 3/3 -> 1/3 is ``less_reliable``).

@@ -14,12 +14,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 
 from evalarc.evaluate_command import EvaluateOptions, run_evaluate
@@ -30,7 +28,6 @@ pytestmark = pytest.mark.docker
 
 IMAGE = os.environ.get("EVALARC_TEST_IMAGE", "evalarc-python:local")
 NODE_IMAGE = os.environ.get("EVALARC_TEST_NODE_IMAGE", "evalarc-node:local")
-SETUP_HINT = "run `sudo bash scripts/docker_setup.sh` (starts the engine, builds the local images)"
 PACK = load_pack("durable-kv")
 SEED17_CASES_SHA256 = "842a16a1e65700cde92ee5f5aaaa10d494a9fc9d71bd2d99fb68147b19aad63a"
 SEED17_TRANSCRIPTS = {
@@ -68,22 +65,6 @@ SEED17_FAULT_SCORES = {
 }
 FAULT_WORKERS = 4
 """Fault evaluations run side by side: each is Docker round trips, not host CPU."""
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Any]:
-    try:
-        client = docker.from_env()
-        client.ping()
-    except Exception as error:  # any failure to reach the engine means setup is missing
-        pytest.fail(f"no Docker engine ({error}); {SETUP_HINT}", pytrace=False)
-    for image in (IMAGE, NODE_IMAGE):
-        try:
-            client.images.get(image)
-        except docker.errors.ImageNotFound:
-            pytest.fail(f"Docker image {image} is missing; {SETUP_HINT}", pytrace=False)
-    yield client
-    client.close()
 
 
 def _containers_under(engine: Any, root: Path) -> list[str]:

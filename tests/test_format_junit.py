@@ -55,7 +55,9 @@ def test_corpus_has_every_expected_junit_file(corpus: Path) -> None:
 
 
 def test_every_corpus_file_reads_one_attempt_per_testcase_element(corpus: Path) -> None:
-    for path in _junit_files(corpus):
+    files = _junit_files(corpus)
+    assert len(files) >= 11
+    for path in files:
         run = load_results(path)
         assert run.format == "junit", path.name
         assert run.source.name == path.name

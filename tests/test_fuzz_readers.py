@@ -3,7 +3,7 @@ exception that may escape is an :class:`~evalarc.errors.EvalArcError` (which the
 one ``evalarc:`` line and exit 2). A ``TypeError``, ``KeyError``, ``RecursionError``,
 ``UnicodeError`` or ``StopIteration`` escaping is a bug: the user would see a traceback.
 
-Inputs are the real files of the shared corpus and real report folders (made by the CLI), mutated
+Inputs are the real files of tests/corpus and real report folders (made by the CLI), mutated
 byte by byte and structure by structure, plus generated JSON and XML. Whatever a reader accepts
 is also pushed through the computations and the report writer (diff, health, canonical JSON), so
 odd-but-accepted values cannot crash later either. Examples per test are bounded
@@ -43,6 +43,8 @@ from evalarc.review.split import load_split, partition
 from evalarc.runtime.recording import parse_recording
 from evalarc.trajectory_report import run_trajectory
 from evalarc.verify import verify_report_folder
+
+pytestmark = pytest.mark.slow
 
 
 def _load_corpus_module() -> ModuleType:

@@ -8,23 +8,19 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from click.testing import CliRunner, Result
 
-from evalarc.cli import main
+if TYPE_CHECKING:
+    from conftest import Cli
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
 INSPECT = EXAMPLES / "inspect"
 
 
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-
-
-def verify_json(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    result = run("verify", path, "--json", *extra)
+def verify_json(cli: Cli, path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    result = cli("verify", path, "--json", *extra)
     return result.exit_code, json.loads(result.stdout)
 
 
@@ -39,11 +35,11 @@ def write_json(path: Path, value: object) -> None:
 
 
 @pytest.fixture()
-def health_folder(tmp_path: Path) -> Path:
+def health_folder(cli: Cli, tmp_path: Path) -> Path:
     """The spec's tamper-test folder: the Inspect example with cases, min effect, ordered, plan."""
     out = tmp_path / "out" / "health"
     out.parent.mkdir()
-    result = run(
+    result = cli(
         "eval-health",
         INSPECT / "baseline.json",
         INSPECT / "current.json",
@@ -126,9 +122,9 @@ def test_case_lines(health_folder: Path) -> None:
     assert queued[1]["usage"]["total_tokens"] == 15
 
 
-def test_junit_case_lines_and_eval_suffix(tmp_path: Path) -> None:
+def test_junit_case_lines_and_eval_suffix(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "junit"
-    result = run(
+    result = cli(
         "eval-health",
         EXAMPLES / "junit/baseline.xml",
         EXAMPLES / "junit/current.xml",
@@ -148,16 +144,16 @@ def test_junit_case_lines_and_eval_suffix(tmp_path: Path) -> None:
     )
     assert skipped["checks"] == {"passed": [None]}
     eval_out = tmp_path / "eval"
-    assert run("eval-health", INSPECT / "current.eval", "--output", eval_out).exit_code == 0
+    assert cli("eval-health", INSPECT / "current.eval", "--output", eval_out).exit_code == 0
     assert (eval_out / "inputs/01.eval").read_bytes() == (INSPECT / "current.eval").read_bytes()
-    assert run("verify", eval_out).exit_code == 0
+    assert cli("verify", eval_out).exit_code == 0
 
 
 # -- verify -----------------------------------------------------------------------------------
 
 
-def test_untampered_folder_verifies_and_is_not_accepted(health_folder: Path) -> None:
-    code, result = verify_json(health_folder)
+def test_untampered_folder_verifies_and_is_not_accepted(cli: Cli, health_folder: Path) -> None:
+    code, result = verify_json(cli, health_folder)
     assert code == 0
     assert result["verified"] is True
     assert result["kind"] == "eval-health"
@@ -166,23 +162,23 @@ def test_untampered_folder_verifies_and_is_not_accepted(health_folder: Path) -> 
     assert {"params.json", "health.json", "inputs/01.json", "inputs/02.json", "cases.json"} <= set(
         result["files"]
     )
-    assert run("verify", health_folder, "--require-accepted").exit_code == 1
-    assert run("verify", health_folder / "health.json").exit_code == 0
+    assert cli("verify", health_folder, "--require-accepted").exit_code == 1
+    assert cli("verify", health_folder / "health.json").exit_code == 0
 
 
-def test_healthy_folder_is_accepted(corpus: Path, tmp_path: Path) -> None:
+def test_healthy_folder_is_accepted(cli: Cli, corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "healthy"
-    result = run("eval-health", corpus / "inspect/capitals.current.json", "--output", out)
+    result = cli("eval-health", corpus / "inspect/capitals.current.json", "--output", out)
     assert result.exit_code == 0
-    code, verified = verify_json(out, "--require-accepted")
+    code, verified = verify_json(cli, out, "--require-accepted")
     assert code == 0 and verified["passed"] is True and verified["warnings"] == 0
 
 
-def test_changed_saturation_is_caught(health_folder: Path) -> None:
+def test_changed_saturation_is_caught(cli: Cli, health_folder: Path) -> None:
     params = read_json(health_folder / "params.json")
     params["saturation"] = 0.5
     write_json(health_folder / "params.json", params)
-    code, result = verify_json(health_folder)
+    code, result = verify_json(cli, health_folder)
     assert code == 2
     assert result["verified"] is False
     assert "health.json differs from the recomputed eval-health report" in result["error"]
@@ -192,78 +188,82 @@ def test_changed_saturation_is_caught(health_folder: Path) -> None:
     ("key", "value"),
     [("min_effect", 0.3), ("ordered", False), ("plan_attempts", None), ("threshold", 0.5)],
 )
-def test_other_changed_options_are_caught(health_folder: Path, key: str, value: object) -> None:
+def test_other_changed_options_are_caught(
+    cli: Cli, health_folder: Path, key: str, value: object
+) -> None:
     params = read_json(health_folder / "params.json")
     params[key] = value
     write_json(health_folder / "params.json", params)
-    assert verify_json(health_folder)[0] == 2
+    assert verify_json(cli, health_folder)[0] == 2
 
 
-def test_edited_input_copy_is_caught(health_folder: Path) -> None:
+def test_edited_input_copy_is_caught(cli: Cli, health_folder: Path) -> None:
     copy = health_folder / "inputs/01.json"
     copy.write_text(copy.read_text(encoding="utf-8").replace('"C"', '"I"', 1), encoding="utf-8")
-    code, result = verify_json(health_folder)
+    code, result = verify_json(cli, health_folder)
     assert code == 2
     assert "inputs/01.json differs from the input the report recorded" in result["error"]
 
 
-def test_edited_manifest_copy_is_caught(health_folder: Path) -> None:
+def test_edited_manifest_copy_is_caught(cli: Cli, health_folder: Path) -> None:
     manifest = read_json(health_folder / "cases.json")
     manifest["cases"][3]["difficulty"] = "pending orders look cancellable"
     write_json(health_folder / "cases.json", manifest)
-    code, result = verify_json(health_folder)
+    code, result = verify_json(cli, health_folder)
     assert code == 2
     assert "differs from the recomputed" in result["error"]
 
 
-def test_edited_report_is_caught(health_folder: Path) -> None:
+def test_edited_report_is_caught(cli: Cli, health_folder: Path) -> None:
     report = read_json(health_folder / "health.json")
     report["warnings"] = 0
     report["healthy"] = True
     write_json(health_folder / "health.json", report)
-    code, result = verify_json(health_folder)
+    code, result = verify_json(cli, health_folder)
     assert code == 2
     assert "differs from the recomputed" in result["error"]
 
 
-def test_input_list_must_match_the_report(health_folder: Path) -> None:
+def test_input_list_must_match_the_report(cli: Cli, health_folder: Path) -> None:
     params = read_json(health_folder / "params.json")
     params["inputs"] = params["inputs"][:1]
     write_json(health_folder / "params.json", params)
-    code, result = verify_json(health_folder)
+    code, result = verify_json(cli, health_folder)
     assert code == 2 and "list different inputs" in result["error"]
 
 
-def test_wrong_report_schema_for_the_kind(health_folder: Path) -> None:
+def test_wrong_report_schema_for_the_kind(cli: Cli, health_folder: Path) -> None:
     report = read_json(health_folder / "health.json")
     report["schema_version"] = "evalarc.results-diff.v1"
     write_json(health_folder / "health.json", report)
-    code, result = verify_json(health_folder)
+    code, result = verify_json(cli, health_folder)
     assert code == 2 and "does not hold an eval-health report" in result["error"]
 
 
 @pytest.mark.parametrize("bad", ["../inputs/01.json", "/etc/passwd"])
-def test_input_paths_leaving_the_folder_are_refused(health_folder: Path, bad: str) -> None:
+def test_input_paths_leaving_the_folder_are_refused(
+    cli: Cli, health_folder: Path, bad: str
+) -> None:
     params = read_json(health_folder / "params.json")
     params["inputs"][0]["file"] = bad
     write_json(health_folder / "params.json", params)
-    code, result = verify_json(health_folder)
+    code, result = verify_json(cli, health_folder)
     assert code == 2 and "leaves the folder" in result["error"]
 
 
-def test_moved_folder_still_verifies(health_folder: Path, tmp_path: Path) -> None:
+def test_moved_folder_still_verifies(cli: Cli, health_folder: Path, tmp_path: Path) -> None:
     moved = tmp_path / "elsewhere" / "renamed-health"
     moved.parent.mkdir()
     shutil.move(health_folder, moved)
-    code, result = verify_json(moved)
+    code, result = verify_json(cli, moved)
     assert code == 0 and result["kind"] == "eval-health"
 
 
 # -- the command ------------------------------------------------------------------------------
 
 
-def test_recorded_example_terminal_output() -> None:
-    result = run(
+def test_recorded_example_terminal_output(cli: Cli) -> None:
+    result = cli(
         "eval-health",
         INSPECT / "baseline.json",
         INSPECT / "current.json",
@@ -284,21 +284,21 @@ def test_recorded_example_terminal_output() -> None:
     assert len(lines) == 3
 
 
-def test_require_healthy_exit_codes(corpus: Path) -> None:
-    unhealthy = run("eval-health", EXAMPLES / "junit/current.xml", "--require-healthy")
+def test_require_healthy_exit_codes(cli: Cli, corpus: Path) -> None:
+    unhealthy = cli("eval-health", EXAMPLES / "junit/current.xml", "--require-healthy")
     assert unhealthy.exit_code == 1
     assert "warning: unassessed_attempts" in unhealthy.stdout
     assert "info: single_attempt" in unhealthy.stdout
-    assert run("eval-health", EXAMPLES / "junit/current.xml").exit_code == 0
-    healthy = run("eval-health", corpus / "inspect/capitals.current.json", "--require-healthy")
+    assert cli("eval-health", EXAMPLES / "junit/current.xml").exit_code == 0
+    healthy = cli("eval-health", corpus / "inspect/capitals.current.json", "--require-healthy")
     assert healthy.exit_code == 0
     assert healthy.stdout.startswith("Eval health: 0 warning(s)")
 
 
-def test_json_and_markdown_outputs(tmp_path: Path) -> None:
+def test_json_and_markdown_outputs(cli: Cli, tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
     summary.write_text("# earlier step\n", encoding="utf-8")
-    result = run("eval-health", INSPECT / "current.json", "--json", "--markdown", summary)
+    result = cli("eval-health", INSPECT / "current.json", "--json", "--markdown", summary)
     assert result.exit_code == 0
     report = json.loads(result.stdout)
     assert report["schema_version"] == "evalarc.eval-health.v1"
@@ -319,26 +319,28 @@ def test_json_and_markdown_outputs(tmp_path: Path) -> None:
         (["--plan-configs", "0"], "--plan-configs"),
     ],
 )
-def test_invalid_options_exit_2(tmp_path: Path, extra: list[str], message: str) -> None:
+def test_invalid_options_exit_2(cli: Cli, tmp_path: Path, extra: list[str], message: str) -> None:
     out = tmp_path / "never"
-    result = run("eval-health", INSPECT / "current.json", *extra, "--output", out)
+    result = cli("eval-health", INSPECT / "current.json", *extra, "--output", out)
     assert result.exit_code == 2
     assert result.stderr.startswith("evalarc: ") and message in result.stderr
     assert not out.exists()
 
 
-def test_too_many_inputs_exit_2() -> None:
-    result = run("eval-health", *([INSPECT / "current.json"] * 21))
+def test_too_many_inputs_exit_2(cli: Cli) -> None:
+    result = cli("eval-health", *([INSPECT / "current.json"] * 21))
     assert result.exit_code == 2 and "1 to 20" in result.stderr
 
 
-def test_incomparable_inputs_exit_2_and_write_nothing(corpus: Path, tmp_path: Path) -> None:
+def test_incomparable_inputs_exit_2_and_write_nothing(
+    cli: Cli, corpus: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "never"
-    mixed = run(
+    mixed = cli(
         "eval-health", INSPECT / "current.json", EXAMPLES / "junit/current.xml", "--output", out
     )
     assert mixed.exit_code == 2 and "different formats" in mixed.stderr
-    tasks = run(
+    tasks = cli(
         "eval-health",
         corpus / "inspect/capitals.current.json",
         corpus / "inspect/keywords.current.json",
@@ -349,7 +351,7 @@ def test_incomparable_inputs_exit_2_and_write_nothing(corpus: Path, tmp_path: Pa
     assert list(tmp_path.iterdir()) == []
 
 
-def test_bad_manifest_exit_2_naming_the_file(tmp_path: Path) -> None:
+def test_bad_manifest_exit_2_naming_the_file(cli: Cli, tmp_path: Path) -> None:
     manifest = tmp_path / "typo-cases.json"
     write_json(
         manifest,
@@ -359,27 +361,27 @@ def test_bad_manifest_exit_2_naming_the_file(tmp_path: Path) -> None:
         },
     )
     out = tmp_path / "never"
-    result = run("eval-health", INSPECT / "current.json", "--cases", manifest, "--output", out)
+    result = cli("eval-health", INSPECT / "current.json", "--cases", manifest, "--output", out)
     assert result.exit_code == 2
     assert "typo-cases.json: rule 1 ('refund-smal') matches no recorded case" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["typo-cases.json"]
 
 
-def test_existing_output_is_refused_and_untouched(tmp_path: Path) -> None:
+def test_existing_output_is_refused_and_untouched(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "exists"
     out.mkdir()
     (out / "keep.txt").write_text("mine", encoding="utf-8")
-    result = run("eval-health", INSPECT / "current.json", "--output", out)
+    result = cli("eval-health", INSPECT / "current.json", "--output", out)
     assert result.exit_code == 2
     assert "already exists" in result.stderr
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
 
 
-def test_unreadable_result_exit_2_naming_the_file(tmp_path: Path) -> None:
+def test_unreadable_result_exit_2_naming_the_file(cli: Cli, tmp_path: Path) -> None:
     bad = tmp_path / "broken.json"
     bad.write_text('{"eval": {', encoding="utf-8")
-    result = run("eval-health", bad)
+    result = cli("eval-health", bad)
     assert result.exit_code == 2
     assert "broken.json" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

@@ -8,13 +8,15 @@ import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from evalarc.cli import main
 from evalarc.site.hillclimb_page import build_hillclimb_page
+
+if TYPE_CHECKING:
+    from conftest import Cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "recordings" / "examples" / "hillclimb-review"
@@ -23,25 +25,21 @@ SPLIT = EXAMPLE / "split.json"
 HARNESS = ROOT / "recordings" / "examples" / "results-diff" / "inspect" / "harness"
 
 
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+def review(cli: Cli, *extra: str | Path) -> Result:
+    return cli("hillclimb-review", *RESULTS, "--held-out", SPLIT, *extra)
 
 
-def review(*extra: str | Path) -> Result:
-    return run("hillclimb-review", *RESULTS, "--held-out", SPLIT, *extra)
-
-
-def verify_json(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    result = run("verify", path, "--json", *extra)
+def verify_json(cli: Cli, path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    result = cli("verify", path, "--json", *extra)
     return result.exit_code, json.loads(result.stdout)
 
 
 @pytest.fixture()
-def climb(tmp_path: Path) -> Path:
+def climb(cli: Cli, tmp_path: Path) -> Path:
     """The cost-objective review of the six example results with the Inspect harness."""
     out = tmp_path / "out" / "climb"
     out.parent.mkdir()
-    result = review(
+    result = review(cli, 
         "--objective", "cost", "--min-effect", "0.05", "--harness", HARNESS, "--output", out
     )
     assert result.exit_code == 0, result.output
@@ -54,8 +52,8 @@ def edit_json(path: Path, change: Any) -> None:
     path.write_text(json.dumps(document, indent=2), encoding="utf-8")
 
 
-def test_terminal_lines_and_exit_codes() -> None:
-    result = review("--objective", "cost", "--min-effect", "0.05")
+def test_terminal_lines_and_exit_codes(cli: Cli) -> None:
+    result = review(cli, "--objective", "cost", "--min-effect", "0.05")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert "about 27.1%" in lines[0] and "about 31.2%" in lines[1]
@@ -74,7 +72,7 @@ def test_terminal_lines_and_exit_codes() -> None:
     )
     assert lines[8].startswith("Recommendation: merge_cost — ")
 
-    quality = review("--objective", "quality")
+    quality = review(cli, "--objective", "quality")
     assert quality.exit_code == 1, quality.output
     assert "  3. 03-sonnet-5-high.json: rollback_no_gain" in quality.stdout
     assert "— stalled" in quality.stdout.splitlines()[2]
@@ -82,10 +80,10 @@ def test_terminal_lines_and_exit_codes() -> None:
     assert "Recommendation: do_not_merge_within_noise" in quality.stdout
 
 
-def test_json_and_markdown_outputs(tmp_path: Path) -> None:
+def test_json_and_markdown_outputs(cli: Cli, tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
     summary.write_text("# earlier\n", encoding="utf-8")
-    result = review("--objective", "cost", "--json", "--markdown", summary)
+    result = review(cli, "--objective", "cost", "--json", "--markdown", summary)
     assert result.exit_code == 0
     report = json.loads(result.stdout)
     assert report["schema_version"] == "evalarc.hillclimb-review.v1"
@@ -95,7 +93,7 @@ def test_json_and_markdown_outputs(tmp_path: Path) -> None:
     assert "| 2. `02-opus-5-medium-examples.json` | `01-opus-5-medium.json` | +14.6 pp | " in text
 
 
-def test_folder_layout_params_and_verification(climb: Path) -> None:
+def test_folder_layout_params_and_verification(cli: Cli, climb: Path) -> None:
     names = sorted(p.relative_to(climb).as_posix() for p in climb.rglob("*") if p.is_file())
     assert names == sorted(
         [
@@ -121,7 +119,7 @@ def test_folder_layout_params_and_verification(climb: Path) -> None:
     assert params["split"] == "split.json"
     assert params["harness"][0]["label"].endswith("harness/system-prompt.md")
 
-    code, result = verify_json(climb)
+    code, result = verify_json(cli, climb)
     assert code == 0, result
     assert result["verified"] is True
     assert result["kind"] == "hillclimb-review"
@@ -135,18 +133,18 @@ def test_folder_layout_params_and_verification(climb: Path) -> None:
         "keep",
     ]
     assert "params.json" in result["files"]
-    assert run("verify", climb, "--require-accepted").exit_code == 0
-    assert run("verify", climb / "hillclimb.json").exit_code == 0
+    assert cli("verify", climb, "--require-accepted").exit_code == 0
+    assert cli("verify", climb / "hillclimb.json").exit_code == 0
 
 
-def test_rejected_review_verifies_but_is_not_accepted(tmp_path: Path) -> None:
+def test_rejected_review_verifies_but_is_not_accepted(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "quality"
-    assert review("--output", out).exit_code == 1
-    code, result = verify_json(out)
+    assert review(cli, "--output", out).exit_code == 1
+    code, result = verify_json(cli, out)
     assert code == 0
     assert result["passed"] is False
     assert result["recommendation"] == "do_not_merge_within_noise"
-    assert run("verify", out, "--require-accepted").exit_code == 1
+    assert cli("verify", out, "--require-accepted").exit_code == 1
 
 
 def test_tuning_failures_file_excludes_held_out_cases(climb: Path) -> None:
@@ -163,36 +161,36 @@ def test_tuning_failures_file_excludes_held_out_cases(climb: Path) -> None:
     assert "holdout" not in (climb / "tuning-failures.json").read_text(encoding="utf-8")
 
 
-def test_moved_folder_still_verifies(climb: Path, tmp_path: Path) -> None:
+def test_moved_folder_still_verifies(cli: Cli, climb: Path, tmp_path: Path) -> None:
     moved = tmp_path / "elsewhere" / "renamed"
     moved.parent.mkdir()
     shutil.move(climb, moved)
-    assert run("verify", moved).exit_code == 0
+    assert cli("verify", moved).exit_code == 0
 
 
-def test_edited_step_decision_is_caught(climb: Path) -> None:
+def test_edited_step_decision_is_caught(cli: Cli, climb: Path) -> None:
     def flip(report: dict[str, Any]) -> None:
         assert report["steps"][1]["decision"] == "rollback_overfit"
         report["steps"][1]["decision"] = "keep"
 
     edit_json(climb / "hillclimb.json", flip)
-    code, result = verify_json(climb)
+    code, result = verify_json(cli, climb)
     assert code == 2
     assert result["verified"] is False
     assert "differs from the recomputed" in result["error"]
 
 
-def test_edited_input_copy_is_caught(climb: Path) -> None:
+def test_edited_input_copy_is_caught(cli: Cli, climb: Path) -> None:
     copy = climb / f"inputs/01-{RESULTS[1].name}"
     copy.write_text(copy.read_text(encoding="utf-8").replace('"C"', '"I"', 1), encoding="utf-8")
-    code, result = verify_json(climb)
+    code, result = verify_json(cli, climb)
     assert code == 2
     assert "differs from the input the report recorded" in result["error"]
 
 
-def test_edited_harness_copy_is_caught(climb: Path) -> None:
+def test_edited_harness_copy_is_caught(cli: Cli, climb: Path) -> None:
     (climb / "harness/0000").write_text("clean prompt", encoding="utf-8")
-    code, result = verify_json(climb)
+    code, result = verify_json(cli, climb)
     assert code == 2
     assert "harness file that was scanned" in result["error"]
 
@@ -201,48 +199,48 @@ def test_edited_harness_copy_is_caught(climb: Path) -> None:
     ("key", "value"),
     [("objective", "quality"), ("max_cost_ratio", 0.2), ("stall_after", 1), ("min_effect", 0.3)],
 )
-def test_changed_option_is_caught(climb: Path, key: str, value: object) -> None:
+def test_changed_option_is_caught(cli: Cli, climb: Path, key: str, value: object) -> None:
     edit_json(climb / "params.json", lambda params: params.__setitem__(key, value))
-    code, result = verify_json(climb)
+    code, result = verify_json(cli, climb)
     assert code == 2, result
     assert "differs from the recomputed" in result["error"]
 
 
-def test_changed_split_is_caught(climb: Path) -> None:
+def test_changed_split_is_caught(cli: Cli, climb: Path) -> None:
     edit_json(climb / "split.json", lambda split: split.__setitem__("held_out", ["holdout-0*"]))
-    code, result = verify_json(climb)
+    code, result = verify_json(cli, climb)
     assert code == 2
     assert "differs from the recomputed" in result["error"]
 
 
-def test_malformed_params_are_refused(climb: Path) -> None:
+def test_malformed_params_are_refused(cli: Cli, climb: Path) -> None:
     edit_json(climb / "params.json", lambda params: params["inputs"].pop())
-    code, result = verify_json(climb)
+    code, result = verify_json(cli, climb)
     assert code == 2
     assert "list different inputs" in result["error"]
 
 
-def test_the_same_file_twice_is_refused(tmp_path: Path) -> None:
-    result = run("hillclimb-review", RESULTS[0], RESULTS[1], RESULTS[1], "--held-out", SPLIT)
+def test_the_same_file_twice_is_refused(cli: Cli, tmp_path: Path) -> None:
+    result = cli("hillclimb-review", RESULTS[0], RESULTS[1], RESULTS[1], "--held-out", SPLIT)
     assert result.exit_code == 2
     assert "each result must appear once" in result.stderr
 
 
-def test_existing_output_is_refused_and_untouched(tmp_path: Path) -> None:
+def test_existing_output_is_refused_and_untouched(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "exists"
     out.mkdir()
     (out / "keep.txt").write_text("mine", encoding="utf-8")
-    result = review("--output", out)
+    result = review(cli, "--output", out)
     assert result.exit_code == 2
     assert "already exists" in result.stderr
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
 
 
-def test_failed_review_leaves_nothing_behind(tmp_path: Path) -> None:
+def test_failed_review_leaves_nothing_behind(cli: Cli, tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"eval": {', encoding="utf-8")
     out = tmp_path / "never"
-    result = run("hillclimb-review", RESULTS[0], broken, "--held-out", SPLIT, "--output", out)
+    result = cli("hillclimb-review", RESULTS[0], broken, "--held-out", SPLIT, "--output", out)
     assert result.exit_code == 2
     assert result.stderr.startswith("evalarc: ") and "broken.json" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -250,10 +248,10 @@ def test_failed_review_leaves_nothing_behind(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.json"]
 
 
-def test_invalid_options_exit_2() -> None:
-    assert review("--stall-after", "0").exit_code == 2
-    assert review("--min-effect", "1.5").exit_code == 2
-    missing_split = run("hillclimb-review", *RESULTS)
+def test_invalid_options_exit_2(cli: Cli) -> None:
+    assert review(cli, "--stall-after", "0").exit_code == 2
+    assert review(cli, "--min-effect", "1.5").exit_code == 2
+    missing_split = cli("hillclimb-review", *RESULTS)
     assert missing_split.exit_code == 2
 
 
@@ -309,15 +307,15 @@ def test_page_model(climb: Path) -> None:
     assert page.leakage_summary == "0 hit(s) in 1 scanned file(s), 0 from held-out cases."
 
 
-def test_hostile_labels_are_escaped(tmp_path: Path) -> None:
+def test_hostile_labels_are_escaped(cli: Cli, tmp_path: Path) -> None:
     hostile = tmp_path / "x`|<img src=x onerror=alert(1)>.json"
     shutil.copyfile(RESULTS[1], hostile)
     out = tmp_path / "out"
-    result = run("hillclimb-review", RESULTS[0], hostile, "--held-out", SPLIT, "--output", out)
+    result = cli("hillclimb-review", RESULTS[0], hostile, "--held-out", SPLIT, "--output", out)
     assert result.exit_code == 1, result.output
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "`x'\\|<img src=x onerror=alert(1)>.json`" in summary
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "<img src=x" not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
-    assert run("verify", out).exit_code == 0
+    assert cli("verify", out).exit_code == 0

@@ -8,13 +8,15 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from evalarc.cli import main
 from evalarc.hillclimb_run import glob_matches, is_allowed, unified_patch
+
+if TYPE_CHECKING:
+    from conftest import Cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "hillclimb-run"
 ORIGINAL_RULES = (EXAMPLE / "workspace" / "rules.md").read_bytes()
@@ -40,10 +42,6 @@ BASE_CONFIG: dict[str, Any] = {
 }
 
 
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-
-
 def toml_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -64,8 +62,8 @@ def example(tmp_path: Path, **overrides: Any) -> Path:
     return path
 
 
-def climb(config: Path, out: Path, *extra: str) -> Result:
-    return run("hillclimb-run", config, "--output", out, "--trust-local", *extra)
+def climb(cli: Cli, config: Path, out: Path, *extra: str) -> Result:
+    return cli("hillclimb-run", config, "--output", out, "--trust-local", *extra)
 
 
 def loop_json(out: Path) -> dict[str, Any]:
@@ -78,10 +76,10 @@ def write_script(config: Path, name: str, body: str) -> str:
     return name
 
 
-def test_example_loop_ends_with_a_verifiable_merge(tmp_path: Path) -> None:
+def test_example_loop_ends_with_a_verifiable_merge(cli: Cli, tmp_path: Path) -> None:
     config = example(tmp_path)
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[:6] == [
@@ -139,16 +137,16 @@ def test_example_loop_ends_with_a_verifiable_merge(tmp_path: Path) -> None:
     assert params["harness"][0]["label"] == "rules.md"
     assert (out / "harness" / "0000").read_text(encoding="utf-8") == rules
 
-    verified = run("verify", out, "--json")
+    verified = cli("verify", out, "--json")
     assert verified.exit_code == 0, verified.output
     assert json.loads(verified.stdout)["passed"] is True
-    assert run("verify", out, "--require-accepted").exit_code == 0
+    assert cli("verify", out, "--require-accepted").exit_code == 0
 
 
-def test_step_briefs_hold_only_tuning_failures(tmp_path: Path) -> None:
+def test_step_briefs_hold_only_tuning_failures(cli: Cli, tmp_path: Path) -> None:
     config = example(tmp_path, max_iterations=3)
     out = tmp_path / "run"
-    assert climb(config, out).exit_code == 1  # stops before the parcel rule is proposed
+    assert climb(cli, config, out).exit_code == 1  # stops before the parcel rule is proposed
     brief = json.loads((out / "steps" / "03" / "tuning-failures.json").read_text("utf-8"))
     assert brief["kept"] == "01.json"
     assert brief["held_out_excluded"] is True
@@ -166,16 +164,16 @@ def test_step_briefs_hold_only_tuning_failures(tmp_path: Path) -> None:
     assert allowed["files"] == ["rules.md"]
 
 
-def test_without_trust_local_nothing_runs(tmp_path: Path) -> None:
+def test_without_trust_local_nothing_runs(cli: Cli, tmp_path: Path) -> None:
     config = example(tmp_path)
     out = tmp_path / "run"
-    result = run("hillclimb-run", config, "--output", out)
+    result = cli("hillclimb-run", config, "--output", out)
     assert result.exit_code == 2
     assert "user privileges" in result.stderr
     assert not out.exists()
 
 
-def test_edit_outside_allow_stops_and_restores(tmp_path: Path) -> None:
+def test_edit_outside_allow_stops_and_restores(cli: Cli, tmp_path: Path) -> None:
     config = example(tmp_path)
     script = write_script(
         config,
@@ -188,7 +186,7 @@ def test_edit_outside_allow_stops_and_restores(tmp_path: Path) -> None:
     )
     config = example(tmp_path, propose=["{python}", script])
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert result.exit_code == 2
     assert "changed files outside allow" in result.stderr
     assert "added notes.txt (deleted)" in result.stderr
@@ -203,7 +201,7 @@ def test_edit_outside_allow_stops_and_restores(tmp_path: Path) -> None:
     assert "notes.txt" in loop["error"]
 
 
-def test_touching_git_stops_and_lists_what_to_restore(tmp_path: Path) -> None:
+def test_touching_git_stops_and_lists_what_to_restore(cli: Cli, tmp_path: Path) -> None:
     config = example(tmp_path)
     workspace = config.parent / "workspace"
     (workspace / ".git").mkdir()
@@ -218,7 +216,7 @@ def test_touching_git_stops_and_lists_what_to_restore(tmp_path: Path) -> None:
     )
     config = example(tmp_path, propose=["{python}", script])
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert result.exit_code == 2
     assert "modified .git/config" in result.stderr
     assert "added .git/HEAD.lock (deleted)" in result.stderr
@@ -230,7 +228,7 @@ def test_touching_git_stops_and_lists_what_to_restore(tmp_path: Path) -> None:
     assert loop_json(out)["status"] == "failed"
 
 
-def test_held_out_text_in_a_patch_is_rolled_back_unevaluated(tmp_path: Path) -> None:
+def test_held_out_text_in_a_patch_is_rolled_back_unevaluated(cli: Cli, tmp_path: Path) -> None:
     config = example(tmp_path, max_iterations=1)
     proposals = config.parent / "workspace" / "proposals.json"
     proposals.write_text(
@@ -240,7 +238,7 @@ def test_held_out_text_in_a_patch_is_rolled_back_unevaluated(tmp_path: Path) -> 
         encoding="utf-8",
     )
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert result.exit_code == 1, result.output
     step = loop_json(out)["steps"][0]
     assert step["decision"] == "rollback_leakage"
@@ -248,13 +246,13 @@ def test_held_out_text_in_a_patch_is_rolled_back_unevaluated(tmp_path: Path) -> 
     assert sorted(p.name for p in (out / "results").iterdir()) == ["00-baseline.json"]
     assert (config.parent / "workspace" / "rules.md").read_bytes() == ORIGINAL_RULES
     assert loop_json(out)["recommendation"] == "no_change_kept"
-    assert run("verify", out).exit_code == 0
+    assert cli("verify", out).exit_code == 0
 
 
-def test_pasted_case_is_evaluated_when_the_check_is_off(tmp_path: Path) -> None:
+def test_pasted_case_is_evaluated_when_the_check_is_off(cli: Cli, tmp_path: Path) -> None:
     config = example(tmp_path, max_iterations=2, paste_check=False)
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     # Kept 01.json: held out 2/12 -> 6/12 is within noise, so no merge.
     assert result.exit_code == 1, result.output
     decisions = [step["decision"] for step in loop_json(out)["steps"]]
@@ -263,11 +261,11 @@ def test_pasted_case_is_evaluated_when_the_check_is_off(tmp_path: Path) -> None:
     assert "example:" not in (config.parent / "workspace" / "rules.md").read_text("utf-8")
 
 
-def test_failing_propose_is_a_step_and_stalls(tmp_path: Path) -> None:
+def test_failing_propose_is_a_step_and_stalls(cli: Cli, tmp_path: Path) -> None:
     script = write_script(example(tmp_path), "fail.py", "import sys\nsys.exit(3)\n")
     config = example(tmp_path, propose=["{python}", script], max_iterations=2)
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert result.exit_code == 1, result.output
     loop = loop_json(out)
     assert loop["status"] == "complete"
@@ -276,10 +274,10 @@ def test_failing_propose_is_a_step_and_stalls(tmp_path: Path) -> None:
     assert loop["steps"][1]["stalled"] is True
     assert loop["steps"][1]["stall"]["categories"] == {"consistent_failure": 6}
     assert loop["recommendation"] == "no_change_kept"
-    assert run("verify", out).exit_code == 0
+    assert cli("verify", out).exit_code == 0
 
 
-def test_loop_stops_when_headroom_is_below_noise(tmp_path: Path) -> None:
+def test_loop_stops_when_headroom_is_below_noise(cli: Cli, tmp_path: Path) -> None:
     config = example(tmp_path)
     rules = config.parent / "workspace" / "rules.md"
     rules.write_text(
@@ -290,7 +288,7 @@ def test_loop_stops_when_headroom_is_below_noise(tmp_path: Path) -> None:
     script = write_script(config, "fail.py", "import sys\nsys.exit(1)\n")
     config = example(tmp_path, propose=["{python}", script], max_iterations=5)
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert result.exit_code == 1, result.output
     loop = loop_json(out)
     # 14/16 tuning attempts pass: 12.5% headroom, below the ~32% that 16 attempts resolve.
@@ -300,7 +298,7 @@ def test_loop_stops_when_headroom_is_below_noise(tmp_path: Path) -> None:
     assert "Stopped: stopped_below_noise | Kept: 00-baseline.json" in result.stdout
 
 
-def test_a_changed_case_set_stops_the_loop(tmp_path: Path) -> None:
+def test_a_changed_case_set_stops_the_loop(cli: Cli, tmp_path: Path) -> None:
     script = write_script(
         example(tmp_path),
         "drop_eval.py",
@@ -315,19 +313,19 @@ def test_a_changed_case_set_stops_the_loop(tmp_path: Path) -> None:
     )
     config = example(tmp_path, evaluate=["{python}", script, "--output", "{output}"])
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert result.exit_code == 2, result.output
     assert "results/01.json does not record the same cases as the baseline" in result.stderr
     assert loop_json(out)["status"] == "failed"
     assert (config.parent / "workspace" / "rules.md").read_bytes() == ORIGINAL_RULES
 
 
-def test_propose_timeout_is_enforced(tmp_path: Path) -> None:
+def test_propose_timeout_is_enforced(cli: Cli, tmp_path: Path) -> None:
     script = write_script(example(tmp_path), "slow.py", "import time\ntime.sleep(60)\n")
     config = example(tmp_path, propose=["{python}", script], max_iterations=1, timeout_seconds=1)
     out = tmp_path / "run"
     started = time.monotonic()
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert time.monotonic() - started < 30
     assert result.exit_code == 1, result.output
     assert "timed out after 1 s" in loop_json(out)["steps"][0]["reason"]
@@ -341,7 +339,7 @@ def test_propose_timeout_is_enforced(tmp_path: Path) -> None:
     ],
 )
 def test_runaway_output_and_missing_executable_fail_the_proposal(
-    tmp_path: Path, body: str | None, fragment: str
+    cli: Cli, tmp_path: Path, body: str | None, fragment: str
 ) -> None:
     config = example(tmp_path)
     command = (
@@ -351,18 +349,18 @@ def test_runaway_output_and_missing_executable_fail_the_proposal(
     )
     config = example(tmp_path, propose=command, max_iterations=1)
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert result.exit_code == 1, result.output
     step = loop_json(out)["steps"][0]
     assert step["decision"] == "propose_failed"
     assert fragment in step["reason"]
 
 
-def test_failing_evaluate_stops_with_exit_2(tmp_path: Path) -> None:
+def test_failing_evaluate_stops_with_exit_2(cli: Cli, tmp_path: Path) -> None:
     script = write_script(example(tmp_path), "broken_eval.py", "raise SystemExit(1)\n")
     config = example(tmp_path, evaluate=["{python}", script, "{output}"])
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert result.exit_code == 2
     assert "evaluate command exited with status 1" in result.stderr
     loop = loop_json(out)
@@ -390,34 +388,34 @@ def test_failing_evaluate_stops_with_exit_2(tmp_path: Path) -> None:
     ],
 )
 def test_invalid_config_exits_2_and_writes_nothing(
-    tmp_path: Path, overrides: dict[str, Any], message: str
+    cli: Cli, tmp_path: Path, overrides: dict[str, Any], message: str
 ) -> None:
     config = example(tmp_path, **overrides)
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert result.exit_code == 2, result.output
     assert message in result.stderr
     assert not out.exists()
     assert (config.parent / "workspace" / "rules.md").read_bytes() == ORIGINAL_RULES
 
 
-def test_output_must_be_new_and_outside_the_workspace(tmp_path: Path) -> None:
+def test_output_must_be_new_and_outside_the_workspace(cli: Cli, tmp_path: Path) -> None:
     config = example(tmp_path)
-    inside = climb(config, config.parent / "workspace" / "out")
+    inside = climb(cli, config, config.parent / "workspace" / "out")
     assert inside.exit_code == 2
     assert "inside the workspace" in inside.stderr
     existing = tmp_path / "exists"
     existing.mkdir()
-    again = climb(config, existing)
+    again = climb(cli, config, existing)
     assert again.exit_code == 2
     assert "already exists" in again.stderr
 
 
-def test_symlinked_allowed_file_is_refused(tmp_path: Path) -> None:
+def test_symlinked_allowed_file_is_refused(cli: Cli, tmp_path: Path) -> None:
     config = example(tmp_path, allow=["*.md"])
     (config.parent / "workspace" / "linked.md").symlink_to(config.parent / "split.json")
     out = tmp_path / "run"
-    result = climb(config, out)
+    result = climb(cli, config, out)
     assert result.exit_code == 2
     assert "linked.md is a symbolic link" in result.stderr
     assert not out.exists()

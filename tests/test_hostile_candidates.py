@@ -23,7 +23,6 @@ import secrets
 import shutil
 import socket
 import struct
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,7 +54,6 @@ from evalarc.runtime.snapshot import snapshot_candidate
 pytestmark = pytest.mark.docker
 
 IMAGE = os.environ.get("EVALARC_TEST_IMAGE", "evalarc-python:local")
-SETUP_HINT = "run `sudo bash scripts/docker_setup.sh` (starts the engine, builds the local images)"
 HOSTILE = Path(__file__).resolve().parent / "candidates" / "hostile"
 PACK = load_pack("durable-kv")
 SEED = 17
@@ -123,21 +121,6 @@ ATTACKS = {
 
 
 # -- the engine and what the host looks like ---------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Any]:
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-    except Exception as error:  # any failure to reach the engine means setup is missing
-        pytest.fail(f"no Docker engine ({error}); {SETUP_HINT}", pytrace=False)
-    try:
-        client.images.get(IMAGE)
-    except docker.errors.ImageNotFound:
-        pytest.fail(f"Docker image {IMAGE} is missing; {SETUP_HINT}", pytrace=False)
-    yield client
-    client.close()
 
 
 def _bridge_gateway(engine: Any) -> str:

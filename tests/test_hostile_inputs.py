@@ -28,6 +28,8 @@ from types import ModuleType
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 
 def _load_corpus_module() -> ModuleType:
     path = Path(__file__).parent / "hostile" / "make_corpus.py"

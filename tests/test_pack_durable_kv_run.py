@@ -19,6 +19,8 @@ from evalarc.packs import EvaluationRun, evaluate, load_pack, materialize_worksp
 from evalarc.runtime.local import LocalBackend
 from evalarc.runtime.snapshot import snapshot_candidate
 
+pytestmark = pytest.mark.slow
+
 PACK = load_pack("durable-kv")
 GRADER: Any = PACK.grader
 SEED17_TRANSCRIPTS = {

@@ -119,7 +119,19 @@ def test_replay_reproduces_the_live_evaluation(recorded: Path, tmp_path: Path) -
         live_files
     params = json.loads((tmp_path / "replayed" / "params.json").read_text())
     assert (params["backend"], params["image"]) == ("replay", None)
-    assert params["replay_recordings"].endswith("recordings")
+    assert params["replay_recordings"] == "recordings"  # the folder's name, not its path
+    # A replay reports its recording's durations, not its own timing: replaying again gives the
+    # same report (created_at aside), and each case lasts as long as its recording's last event.
+    again = _replay(tmp_path, recorded / "ws", recorded / "live" / "recordings", output="again")
+    assert again.returncode == 0, again.stderr
+    assert {**_report(tmp_path / "again"), "created_at": None} == {**replayed, "created_at": None}
+    for case in replayed["cases"]:
+        events = (tmp_path / "replayed" / "recordings" / f"{case['recording_sha256']}.jsonl")
+        last = json.loads(events.read_text(encoding="utf-8").splitlines()[-1])
+        assert case["duration_seconds"] == last["t"]
+    assert replayed["evaluation_seconds"] == round(
+        sum(case["duration_seconds"] for case in replayed["cases"]), 6
+    )
     assert list((tmp_path / "tmp").iterdir()) == []
 
 

@@ -11,19 +11,16 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from click.testing import CliRunner, Result
 
-from evalarc.cli import main
-
-
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+if TYPE_CHECKING:
+    from conftest import Cli
 
 
 @pytest.fixture()
-def diff_folder(corpus: Path, tmp_path: Path) -> Path:
+def diff_folder(cli: Cli, corpus: Path, tmp_path: Path) -> Path:
     """A diff folder over the capitals pair with a split, a harness and a duration cost gate."""
     split = tmp_path / "split.json"
     split.write_text(
@@ -37,7 +34,7 @@ def diff_folder(corpus: Path, tmp_path: Path) -> Path:
     )
     out = tmp_path / "out" / "diff"
     out.parent.mkdir()
-    result = run(
+    result = cli(
         "diff",
         corpus / "inspect/capitals.baseline.json",
         corpus / "inspect/capitals.current.eval",
@@ -56,12 +53,12 @@ def diff_folder(corpus: Path, tmp_path: Path) -> Path:
     return out
 
 
-def verify_json(path: Path, *extra: str) -> tuple[int, dict[str, object]]:
-    result = run("verify", path, "--json", *extra)
+def verify_json(cli: Cli, path: Path, *extra: str) -> tuple[int, dict[str, object]]:
+    result = cli("verify", path, "--json", *extra)
     return result.exit_code, json.loads(result.stdout)
 
 
-def test_folder_layout_and_untampered_verification(diff_folder: Path) -> None:
+def test_folder_layout_and_untampered_verification(cli: Cli, diff_folder: Path) -> None:
     names = sorted(p.relative_to(diff_folder).as_posix() for p in diff_folder.rglob("*"))
     assert names == [
         "baseline.json",
@@ -78,47 +75,47 @@ def test_folder_layout_and_untampered_verification(diff_folder: Path) -> None:
     assert params["schema_version"] == "evalarc.report-params.v1"
     assert params["kind"] == "diff"
     assert params["harness"][0]["label"].endswith("harness/prompt.md")
-    code, result = verify_json(diff_folder)
+    code, result = verify_json(cli, diff_folder)
     assert code == 0
     assert result["verified"] is True
     assert result["kind"] == "diff"
     assert result["passed"] is False
     assert "params.json" in result["files"]  # type: ignore[operator]
-    assert run("verify", diff_folder, "--require-accepted").exit_code == 1
+    assert cli("verify", diff_folder, "--require-accepted").exit_code == 1
     # A report file inside the folder names the folder too.
-    assert run("verify", diff_folder / "diff.json").exit_code == 0
+    assert cli("verify", diff_folder / "diff.json").exit_code == 0
 
 
-def test_moved_folder_still_verifies(diff_folder: Path, tmp_path: Path) -> None:
+def test_moved_folder_still_verifies(cli: Cli, diff_folder: Path, tmp_path: Path) -> None:
     moved = tmp_path / "elsewhere" / "renamed"
     moved.parent.mkdir()
     shutil.move(diff_folder, moved)
-    assert run("verify", moved).exit_code == 0
+    assert cli("verify", moved).exit_code == 0
 
 
-def test_edited_report_is_caught(diff_folder: Path) -> None:
+def test_edited_report_is_caught(cli: Cli, diff_folder: Path) -> None:
     report_path = diff_folder / "diff.json"
     report = json.loads(report_path.read_text(encoding="utf-8"))
     report["changes"][0]["kind"] = "improved"
     report_path.write_text(json.dumps(report, indent=2), encoding="utf-8")
-    code, result = verify_json(diff_folder)
+    code, result = verify_json(cli, diff_folder)
     assert code == 2
     assert result["verified"] is False
     assert "differs from the recomputed" in str(result["error"])
 
 
-def test_edited_input_copy_is_caught(diff_folder: Path) -> None:
+def test_edited_input_copy_is_caught(cli: Cli, diff_folder: Path) -> None:
     copy = diff_folder / "baseline.json"
     text = copy.read_text(encoding="utf-8")
     copy.write_text(text.replace('"C"', '"I"', 1), encoding="utf-8")
-    code, result = verify_json(diff_folder)
+    code, result = verify_json(cli, diff_folder)
     assert code == 2
     assert "differs from the input the report recorded" in str(result["error"])
 
 
-def test_edited_harness_copy_is_caught(diff_folder: Path) -> None:
+def test_edited_harness_copy_is_caught(cli: Cli, diff_folder: Path) -> None:
     (diff_folder / "harness/0000").write_text("clean prompt", encoding="utf-8")
-    code, result = verify_json(diff_folder)
+    code, result = verify_json(cli, diff_folder)
     assert code == 2
     assert "harness file that was scanned" in str(result["error"])
 
@@ -127,46 +124,46 @@ def test_edited_harness_copy_is_caught(diff_folder: Path) -> None:
     ("key", "value"),
     [("threshold", 0.5), ("leak_min_chars", 40), ("max_cost_ratio", 1.01)],
 )
-def test_changed_option_is_caught(diff_folder: Path, key: str, value: object) -> None:
+def test_changed_option_is_caught(cli: Cli, diff_folder: Path, key: str, value: object) -> None:
     params_path = diff_folder / "params.json"
     params = json.loads(params_path.read_text(encoding="utf-8"))
     params[key] = value
     params_path.write_text(json.dumps(params, indent=2), encoding="utf-8")
-    code, result = verify_json(diff_folder)
+    code, result = verify_json(cli, diff_folder)
     assert code == 2, result
 
 
 @pytest.mark.parametrize("bad", ["../baseline.json", "/etc/passwd", "a/../../x"])
-def test_paths_leaving_the_folder_are_refused(diff_folder: Path, bad: str) -> None:
+def test_paths_leaving_the_folder_are_refused(cli: Cli, diff_folder: Path, bad: str) -> None:
     params_path = diff_folder / "params.json"
     params = json.loads(params_path.read_text(encoding="utf-8"))
     params["inputs"][0]["file"] = bad
     params_path.write_text(json.dumps(params), encoding="utf-8")
-    code, result = verify_json(diff_folder)
+    code, result = verify_json(cli, diff_folder)
     assert code == 2
     assert "leaves the folder" in str(result["error"])
 
 
-def test_symlinked_input_copy_is_refused(diff_folder: Path, corpus: Path) -> None:
+def test_symlinked_input_copy_is_refused(cli: Cli, diff_folder: Path, corpus: Path) -> None:
     copy = diff_folder / "baseline.json"
     copy.unlink()
     os.symlink(corpus / "inspect/capitals.baseline.json", copy)
-    code, result = verify_json(diff_folder)
+    code, result = verify_json(cli, diff_folder)
     assert code == 2
     assert "symlink" in str(result["error"])
 
 
-def test_folder_without_params_is_not_a_report(tmp_path: Path) -> None:
-    code, result = verify_json(tmp_path)
+def test_folder_without_params_is_not_a_report(cli: Cli, tmp_path: Path) -> None:
+    code, result = verify_json(cli, tmp_path)
     assert code == 2
     assert "params.json" in str(result["error"])
 
 
-def test_existing_output_is_refused_and_untouched(corpus: Path, tmp_path: Path) -> None:
+def test_existing_output_is_refused_and_untouched(cli: Cli, corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "exists"
     out.mkdir()
     (out / "keep.txt").write_text("mine", encoding="utf-8")
-    result = run(
+    result = cli(
         "diff",
         corpus / "junit/pytest_basic.baseline.xml",
         corpus / "junit/pytest_basic.current.xml",
@@ -178,9 +175,9 @@ def test_existing_output_is_refused_and_untouched(corpus: Path, tmp_path: Path) 
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
 
 
-def test_failed_diff_leaves_no_partial_folder(corpus: Path, tmp_path: Path) -> None:
+def test_failed_diff_leaves_no_partial_folder(cli: Cli, corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "never"
-    result = run(
+    result = cli(
         "diff",
         corpus / "junit/pytest_basic.baseline.xml",
         corpus / "inspect/capitals.current.json",
@@ -192,10 +189,10 @@ def test_failed_diff_leaves_no_partial_folder(corpus: Path, tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == []
 
 
-def test_junit_pair_gate_and_markdown_append(corpus: Path, tmp_path: Path) -> None:
+def test_junit_pair_gate_and_markdown_append(cli: Cli, corpus: Path, tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
     summary.write_text("# earlier step\n", encoding="utf-8")
-    result = run(
+    result = cli(
         "diff",
         corpus / "junit/pytest_basic.baseline.xml",
         corpus / "junit/pytest_basic.current.xml",
@@ -210,16 +207,16 @@ def test_junit_pair_gate_and_markdown_append(corpus: Path, tmp_path: Path) -> No
     assert "  regressed: tests.test_calc::test_sub_negative / passed" in lines
 
 
-def test_same_file_twice_passes(corpus: Path) -> None:
+def test_same_file_twice_passes(cli: Cli, corpus: Path) -> None:
     path = corpus / "promptfoo/qa.current.json"
-    result = run("diff", path, path)
+    result = cli("diff", path, path)
     assert result.exit_code == 0, result.output
 
 
-def test_unreadable_input_is_exit_2_naming_the_file(tmp_path: Path) -> None:
+def test_unreadable_input_is_exit_2_naming_the_file(cli: Cli, tmp_path: Path) -> None:
     bad = tmp_path / "broken.json"
     bad.write_text('{"results": {', encoding="utf-8")
-    result = run("diff", bad, bad)
+    result = cli("diff", bad, bad)
     assert result.exit_code == 2
     assert result.stderr.startswith("evalarc: ")
     assert "broken.json" in result.stderr
@@ -227,16 +224,16 @@ def test_unreadable_input_is_exit_2_naming_the_file(tmp_path: Path) -> None:
 
 
 def test_lone_surrogate_case_id_is_printed_written_and_verified(
-    corpus: Path, tmp_path: Path
+    cli: Cli, corpus: Path, tmp_path: Path
 ) -> None:
     document = json.loads((corpus / "inspect/capitals.current.json").read_text(encoding="utf-8"))
     document["samples"][0]["id"] = "bad\ud800id"
     current = tmp_path / "current.json"
     current.write_text(json.dumps(document), encoding="utf-8")  # ASCII: "\ud800" escape
     out = tmp_path / "out"
-    result = run(
+    result = cli(
         "diff", corpus / "inspect/capitals.baseline.json", current, "--output", out, "--json"
     )
     assert result.exit_code == 1, result.output
     assert json.loads(result.stdout)["counts"]["added"] == 2
-    assert run("verify", out).exit_code == 0
+    assert cli("verify", out).exit_code == 0

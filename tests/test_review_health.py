@@ -1,7 +1,7 @@
 """eval-health compute: the spec's numbers, every finding's trigger, triage, size/plan, case
 manifests, and the Markdown/terminal/page renderings of a report.
 
-Most inputs are the real files in recordings/examples/results-diff/ and the shared corpus; a
+Most inputs are the real files in recordings/examples/results-diff/ and tests/corpus; a
 trigger no real file shows (truncation, self-grading, a judge on few distinct outputs, thinking
 not applied, an inconsistent grader) is made by editing one field of a copy of a real Inspect log.
 """

@@ -51,7 +51,6 @@ pytestmark = pytest.mark.docker
 
 IMAGE = os.environ.get("EVALARC_TEST_IMAGE", "evalarc-python:local")
 NODE_IMAGE = os.environ.get("EVALARC_TEST_NODE_IMAGE", "evalarc-node:local")
-SETUP_HINT = "run `sudo bash scripts/docker_setup.sh` (starts the engine, builds the local images)"
 FAST = Limits(response_timeout=2.0, case_timeout=30.0, session_output_limit_bytes=200_000)
 MiB = 1024 * 1024
 
@@ -297,22 +296,6 @@ def docker_cli(*args: str) -> str:
     return subprocess.run(
         ["docker", *args], check=True, capture_output=True, text=True, timeout=60
     ).stdout
-
-
-@pytest.fixture(scope="session")
-def engine() -> docker.DockerClient:
-    """The engine and the test images; their absence is a failure with the way to fix it."""
-    try:
-        client = docker.from_env(timeout=20)
-        client.ping()
-    except Exception as error:
-        pytest.fail(f"the Docker engine is not reachable ({error}); {SETUP_HINT}", pytrace=False)
-    for image in (IMAGE, NODE_IMAGE):
-        try:
-            client.images.get(image)
-        except docker.errors.ImageNotFound:
-            pytest.fail(f"Docker image {image} is missing; {SETUP_HINT}", pytrace=False)
-    return client
 
 
 @pytest.fixture()

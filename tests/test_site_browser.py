@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -22,17 +21,9 @@ import pytest
 
 from evalarc.site.build import DIFF_HTML_ROWS, build_site
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PAGE_BYTES_LIMIT = 3_000_000
 USABLE_MS_LIMIT = 1500
 LIGHT_BACKGROUND = "rgb(255, 255, 255)"
@@ -73,20 +64,6 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.getbasetemp() / "site-screenshots"
     folder.mkdir(exist_ok=True)
     return folder
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail("Chromium is missing: apt-get install -y chromium (CI installs it)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("Playwright is missing: pip install -e '.[dev]'")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @dataclass

@@ -18,12 +18,11 @@ import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
-from click.testing import CliRunner, Result
 
 from evalarc.canonical import sha256_bytes
-from evalarc.cli import main
 from evalarc.site.build import (
     BUNDLE_MANIFEST,
     PAGE_KINDS,
@@ -35,6 +34,9 @@ from evalarc.site.check import check_html, check_site
 from evalarc.site.diff_page import table_island
 from evalarc.site.serve import SiteServer
 from evalarc.verify import verify_report_folder
+
+if TYPE_CHECKING:
+    from conftest import Cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EPOCH = "1798761600"  # 2027-01-01T00:00:00Z
@@ -80,10 +82,6 @@ def docs(tmp_path: Path) -> Path:
     )
     (folder / "other.md").write_text("# Other\n\n## Details\n\nBack to [guide](guide.md).\n")
     return folder
-
-
-def run(*args: str | Path, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=env)
 
 
 class _Rows(HTMLParser):
@@ -231,9 +229,9 @@ def test_page_kinds_cover_every_verifiable_report_kind() -> None:
         assert PAGE_KINDS[name].report_file == kind.report_file
 
 
-def test_cli_builds_and_reports(reports: Path, tmp_path: Path) -> None:
+def test_cli_builds_and_reports(cli: Cli, reports: Path, tmp_path: Path) -> None:
     out = tmp_path / "site"
-    result = run("site", "build", reports / "junit-diff", reports / "health", "--output", out,
+    result = cli("site", "build", reports / "junit-diff", reports / "health", "--output", out,
                  "--title", "Nightly <b>reviews</b>")
     assert result.exit_code == 0, result.output
     assert f"Built {out}: 2 report(s), 2 with a failing verdict, 0 doc(s)" in result.stdout
@@ -250,22 +248,22 @@ def _no_leftovers(parent: Path) -> None:
 
 
 def test_refuses_an_existing_output_and_output_inside_an_input(
-    reports: Path, tmp_path: Path
+    cli: Cli, reports: Path, tmp_path: Path
 ) -> None:
     existing = tmp_path / "site"
     existing.mkdir()
-    result = run("site", "build", reports / "junit-diff", "--output", existing)
+    result = cli("site", "build", reports / "junit-diff", "--output", existing)
     assert result.exit_code == 2
     assert f"output folder {existing} already exists" in result.stderr
     inside = reports / "junit-diff" / "site"
-    result = run("site", "build", reports / "junit-diff", "--output", inside)
+    result = cli("site", "build", reports / "junit-diff", "--output", inside)
     assert result.exit_code == 2 and "is inside the input" in result.stderr
     assert not inside.exists()
 
 
 @pytest.mark.parametrize("damage", ["report", "input", "symlink", "kind", "nothing"])
 def test_refuses_bad_report_folders_and_writes_nothing(
-    reports: Path, tmp_path: Path, damage: str
+    cli: Cli, reports: Path, tmp_path: Path, damage: str
 ) -> None:
     folder = tmp_path / "in" / "junit-diff"
     shutil.copytree(reports / "junit-diff", folder)
@@ -292,7 +290,7 @@ def test_refuses_bad_report_folders_and_writes_nothing(
         shutil.rmtree(folder)
         (tmp_path / "in" / "notes").mkdir()
     out = tmp_path / "site"
-    result = run("site", "build", tmp_path / "in", "--output", out)
+    result = cli("site", "build", tmp_path / "in", "--output", out)
     assert result.exit_code == 2, result.output
     assert expected in result.stderr
     assert result.stderr.count("\n") == 1  # one line
@@ -302,16 +300,16 @@ def test_refuses_bad_report_folders_and_writes_nothing(
     _no_leftovers(tmp_path)
 
 
-def test_refuses_bad_docs(reports: Path, tmp_path: Path) -> None:
+def test_refuses_bad_docs(cli: Cli, reports: Path, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "bad name.md").write_text("# x\n")
-    result = run("site", "build", reports / "junit-diff", "--docs", docs, "--output",
+    result = cli("site", "build", reports / "junit-diff", "--docs", docs, "--output",
                  tmp_path / "site")
     assert result.exit_code == 2 and "bad name.md: doc names may hold only" in result.stderr
     (docs / "bad name.md").unlink()
     (docs / "latin1.md").write_bytes(b"# caf\xe9\n")
-    result = run("site", "build", reports / "junit-diff", "--docs", docs, "--output",
+    result = cli("site", "build", reports / "junit-diff", "--docs", docs, "--output",
                  tmp_path / "site")
     assert result.exit_code == 2 and "latin1.md is not UTF-8" in result.stderr
     assert not (tmp_path / "site").exists()
@@ -492,10 +490,10 @@ def test_serve_refuses_to_start_without_a_good_build(tmp_path: Path) -> None:
 
 
 def test_cli_honours_source_date_epoch(
-    reports: Path, tmp_path: Path
+    cli: Cli, reports: Path, tmp_path: Path
 ) -> None:
     # The CLI entry point honours SOURCE_DATE_EPOCH like the library.
-    result = run("site", "build", reports / "junit-diff", "--output", tmp_path / "site",
+    result = cli("site", "build", reports / "junit-diff", "--output", tmp_path / "site",
                  env={**os.environ, "SOURCE_DATE_EPOCH": EPOCH})
     assert result.exit_code == 0
     assert "Built 2027-01-01T00:00:00Z." in (tmp_path / "site" / "index.html").read_text()

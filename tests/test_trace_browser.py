@@ -9,7 +9,6 @@ step is listed. Screenshots are kept under ``<basetemp>/trace-screenshots``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,16 +20,8 @@ from evalarc.evaluate_command import EvaluateOptions, run_evaluate
 from evalarc.packs import materialize_workspace
 from evalarc.site.build import build_site
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+pytestmark = pytest.mark.browser
+
 SUPPORT_PAGE = Path("reports") / "support-new-key-on-retry" / "index.html"
 
 
@@ -62,20 +53,6 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.getbasetemp() / "trace-screenshots"
     folder.mkdir(exist_ok=True)
     return folder
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail("Chromium is missing: apt-get install -y chromium (CI installs it)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("Playwright is missing: pip install -e '.[dev]'")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @dataclass

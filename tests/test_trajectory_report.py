@@ -11,29 +11,27 @@ import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from evalarc.cli import main
 from evalarc.site.trajectory_page import build_chart, build_trajectory_page, step_vertices
+
+if TYPE_CHECKING:
+    from conftest import Cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "recordings" / "examples" / "trajectory" / "checkpoints.json"
 FOLDER_FILES = ["checkpoints.json", "index.html", "params.json", "trajectory.json"]
 
 
-def run(*args: str | Path) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+def trajectory(cli: Cli, *extra: str | Path, checkpoints: Path = EXAMPLE) -> Result:
+    return cli("trajectory", checkpoints, "--budget-seconds", "3600", *extra)
 
 
-def trajectory(*extra: str | Path, checkpoints: Path = EXAMPLE) -> Result:
-    return run("trajectory", checkpoints, "--budget-seconds", "3600", *extra)
-
-
-def verify_json(path: Path) -> tuple[int, dict[str, Any]]:
-    result = run("verify", path, "--json")
+def verify_json(cli: Cli, path: Path) -> tuple[int, dict[str, Any]]:
+    result = cli("verify", path, "--json")
     return result.exit_code, json.loads(result.stdout)
 
 
@@ -49,10 +47,10 @@ def example() -> list[dict[str, Any]]:
 
 
 @pytest.fixture()
-def folder(tmp_path: Path) -> Path:
+def folder(cli: Cli, tmp_path: Path) -> Path:
     out = tmp_path / "out" / "traj"
     out.parent.mkdir()
-    result = trajectory("--output", out)
+    result = trajectory(cli, "--output", out)
     assert result.exit_code == 0, result.output
     return out
 
@@ -64,8 +62,8 @@ def leftovers(parent: Path) -> list[str]:
 # -- the command -------------------------------------------------------------------------------
 
 
-def test_terminal_lines_and_exit_code() -> None:
-    result = trajectory()
+def test_terminal_lines_and_exit_code(cli: Cli) -> None:
+    result = trajectory(cli)
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
         "Trajectory: 4 checkpoint(s) over a 3600 s budget (times caller-reported)",
@@ -76,8 +74,8 @@ def test_terminal_lines_and_exit_code() -> None:
     ]
 
 
-def test_json_output() -> None:
-    result = trajectory("--json")
+def test_json_output(cli: Cli) -> None:
+    result = trajectory(cli, "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["schema_version"] == "evalarc.trajectory.v1"
@@ -101,21 +99,23 @@ def test_json_output() -> None:
         ("inf", "evalarc: budget_seconds must be finite and positive, not inf\n"),
     ],
 )
-def test_bad_budget_exits_2_and_writes_nothing(tmp_path: Path, budget: str, message: str) -> None:
-    result = run("trajectory", EXAMPLE, "--budget-seconds", budget, "--output", tmp_path / "o")
+def test_bad_budget_exits_2_and_writes_nothing(
+    cli: Cli, tmp_path: Path, budget: str, message: str
+) -> None:
+    result = cli("trajectory", EXAMPLE, "--budget-seconds", budget, "--output", tmp_path / "o")
     assert result.exit_code == 2
     assert result.stderr == message
     assert leftovers(tmp_path) == []
 
 
-def test_budget_is_required() -> None:
-    result = run("trajectory", EXAMPLE)
+def test_budget_is_required(cli: Cli) -> None:
+    result = cli("trajectory", EXAMPLE)
     assert result.exit_code == 2
     assert "Missing option '--budget-seconds'" in result.stderr
 
 
-def test_budget_shorter_than_the_checkpoints_is_refused(tmp_path: Path) -> None:
-    result = run("trajectory", EXAMPLE, "--budget-seconds", "2000", "--output", tmp_path / "o")
+def test_budget_shorter_than_the_checkpoints_is_refused(cli: Cli, tmp_path: Path) -> None:
+    result = cli("trajectory", EXAMPLE, "--budget-seconds", "2000", "--output", tmp_path / "o")
     assert result.exit_code == 2
     assert result.stderr == (
         "evalarc: checkpoints.json: checkpoint 4: checkpoint times must increase and stay within "
@@ -153,12 +153,12 @@ def _write(tmp_path: Path, name: str, document: Any) -> Path:
     ids=["invalid", "time", "seeds", "empty"],
 )
 def test_refused_checkpoints_exit_2_and_write_nothing(
-    tmp_path: Path, change: Any, message: str
+    cli: Cli, tmp_path: Path, change: Any, message: str
 ) -> None:
     document = example()
     change(document)
     path = _write(tmp_path, "run.json", document)
-    result = trajectory("--output", tmp_path / "o", checkpoints=path)
+    result = trajectory(cli, "--output", tmp_path / "o", checkpoints=path)
     assert result.exit_code == 2
     assert result.stderr.startswith(message), result.stderr
     assert len(result.stderr.splitlines()) == 1
@@ -174,31 +174,31 @@ def test_refused_checkpoints_exit_2_and_write_nothing(
         (b"\xff\xfe", "evalarc: bad.json is not valid JSON: "),
     ],
 )
-def test_unreadable_json_exits_2(tmp_path: Path, content: bytes, message: str) -> None:
+def test_unreadable_json_exits_2(cli: Cli, tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(content)
-    result = trajectory(checkpoints=path)
+    result = trajectory(cli, checkpoints=path)
     assert result.exit_code == 2
     assert message in result.stderr
     assert len(result.stderr.splitlines()) == 1
 
 
-def test_missing_and_special_inputs_exit_2(tmp_path: Path) -> None:
-    missing = trajectory(checkpoints=tmp_path / "none.json")
+def test_missing_and_special_inputs_exit_2(cli: Cli, tmp_path: Path) -> None:
+    missing = trajectory(cli, checkpoints=tmp_path / "none.json")
     assert missing.exit_code == 2
     assert "checkpoints file" in missing.stderr and "does not exist" in missing.stderr
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)
-    special = trajectory(checkpoints=fifo)
+    special = trajectory(cli, checkpoints=fifo)
     assert special.exit_code == 2
     assert "is not a regular file" in special.stderr
 
 
-def test_existing_output_is_refused_untouched(tmp_path: Path) -> None:
+def test_existing_output_is_refused_untouched(cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / "o"
     out.mkdir()
     (out / "keep.txt").write_text("mine", encoding="utf-8")
-    result = trajectory("--output", out)
+    result = trajectory(cli, "--output", out)
     assert result.exit_code == 2
     assert "already exists" in result.stderr
     assert leftovers(out) == ["keep.txt"]
@@ -208,7 +208,7 @@ def test_existing_output_is_refused_untouched(tmp_path: Path) -> None:
 # -- the report folder and verify ---------------------------------------------------------------
 
 
-def test_folder_layout_copy_params_and_report(folder: Path) -> None:
+def test_folder_layout_copy_params_and_report(cli: Cli, folder: Path) -> None:
     assert leftovers(folder) == FOLDER_FILES
     assert leftovers(folder.parent) == ["traj"]
     assert (folder / "checkpoints.json").read_bytes() == EXAMPLE.read_bytes()
@@ -220,61 +220,61 @@ def test_folder_layout_copy_params_and_report(folder: Path) -> None:
         "inputs": [{"file": "checkpoints.json"}],
     }
     saved = json.loads((folder / "trajectory.json").read_text(encoding="utf-8"))
-    assert saved == json.loads(trajectory("--json").stdout)
+    assert saved == json.loads(trajectory(cli, "--json").stdout)
 
 
-def test_verify_passes_and_lists_the_evidence(folder: Path) -> None:
-    code, result = verify_json(folder)
+def test_verify_passes_and_lists_the_evidence(cli: Cli, folder: Path) -> None:
+    code, result = verify_json(cli, folder)
     assert code == 0, result
     assert result["verified"] is True
     assert result["kind"] == "trajectory"
     assert result["passed"] is True
     assert result["normalized_score_area"] == 0.625
     assert sorted(result["files"]) == ["checkpoints.json", "params.json", "trajectory.json"]
-    assert run("verify", folder / "trajectory.json", "--require-accepted").exit_code == 0
+    assert cli("verify", folder / "trajectory.json", "--require-accepted").exit_code == 0
 
 
-def test_moved_folder_still_verifies(folder: Path, tmp_path: Path) -> None:
+def test_moved_folder_still_verifies(cli: Cli, folder: Path, tmp_path: Path) -> None:
     moved = tmp_path / "elsewhere" / "renamed"
     moved.parent.mkdir()
     shutil.move(str(folder), moved)
-    assert run("verify", moved).exit_code == 0
+    assert cli("verify", moved).exit_code == 0
 
 
-def _tamper_expect(folder: Path, message: str) -> None:
-    code, result = verify_json(folder)
+def _tamper_expect(cli: Cli, folder: Path, message: str) -> None:
+    code, result = verify_json(cli, folder)
     assert code == 2
     assert result["verified"] is False
     assert message in result["error"], result["error"]
 
 
-def test_edited_area_fails_verification(folder: Path) -> None:
+def test_edited_area_fails_verification(cli: Cli, folder: Path) -> None:
     edit_json(folder / "trajectory.json", lambda r: r.update(normalized_score_area=0.7))
-    _tamper_expect(folder, "trajectory.json differs from the recomputed trajectory report")
+    _tamper_expect(cli, folder, "trajectory.json differs from the recomputed trajectory report")
 
 
-def test_edited_regressions_fail_verification(folder: Path) -> None:
+def test_edited_regressions_fail_verification(cli: Cli, folder: Path) -> None:
     edit_json(folder / "trajectory.json", lambda r: r.update(regressions=[]))
-    _tamper_expect(folder, "trajectory.json differs from the recomputed trajectory report")
+    _tamper_expect(cli, folder, "trajectory.json differs from the recomputed trajectory report")
 
 
-def test_edited_checkpoint_copy_fails_verification(folder: Path) -> None:
+def test_edited_checkpoint_copy_fails_verification(cli: Cli, folder: Path) -> None:
     edit_json(folder / "checkpoints.json", lambda d: d[3]["evaluation"].update(score=1.0))
-    _tamper_expect(folder, "checkpoints.json differs from the input the report recorded")
+    _tamper_expect(cli, folder, "checkpoints.json differs from the input the report recorded")
 
 
-def test_edited_copy_with_matching_hash_still_fails(folder: Path) -> None:
+def test_edited_copy_with_matching_hash_still_fails(cli: Cli, folder: Path) -> None:
     """Rewriting the copy and its recorded hash together still leaves the area inconsistent."""
     copy_path = folder / "checkpoints.json"
     edit_json(copy_path, lambda d: d[3]["evaluation"].update(score=1.0))
     digest = hashlib.sha256(copy_path.read_bytes()).hexdigest()
     edit_json(folder / "trajectory.json", lambda r: r["source"].update(sha256=digest))
-    _tamper_expect(folder, "trajectory.json differs from the recomputed trajectory report")
+    _tamper_expect(cli, folder, "trajectory.json differs from the recomputed trajectory report")
 
 
-def test_changed_budget_fails_verification(folder: Path) -> None:
+def test_changed_budget_fails_verification(cli: Cli, folder: Path) -> None:
     edit_json(folder / "params.json", lambda p: p.update(budget_seconds=7200.0))
-    _tamper_expect(folder, "trajectory.json differs from the recomputed trajectory report")
+    _tamper_expect(cli, folder, "trajectory.json differs from the recomputed trajectory report")
 
 
 @pytest.mark.parametrize(
@@ -291,14 +291,16 @@ def test_changed_budget_fails_verification(folder: Path) -> None:
         ),
     ],
 )
-def test_malformed_params_fail_verification(folder: Path, change: Any, message: str) -> None:
+def test_malformed_params_fail_verification(
+    cli: Cli, folder: Path, change: Any, message: str
+) -> None:
     edit_json(folder / "params.json", change)
-    _tamper_expect(folder, message)
+    _tamper_expect(cli, folder, message)
 
 
-def test_missing_copy_fails_verification(folder: Path) -> None:
+def test_missing_copy_fails_verification(cli: Cli, folder: Path) -> None:
     (folder / "checkpoints.json").unlink()
-    _tamper_expect(folder, "checkpoints.json is missing from traj")
+    _tamper_expect(cli, folder, "checkpoints.json is missing from traj")
 
 
 # -- the page ----------------------------------------------------------------------------------
@@ -412,7 +414,7 @@ def test_page_model_cards_and_rows(folder: Path) -> None:
     )
 
 
-def test_hostile_names_are_escaped_in_the_svg_and_table(tmp_path: Path) -> None:
+def test_hostile_names_are_escaped_in_the_svg_and_table(cli: Cli, tmp_path: Path) -> None:
     document = example()
     for entry in document:
         entry["evaluation"]["task"] = {
@@ -421,7 +423,7 @@ def test_hostile_names_are_escaped_in_the_svg_and_table(tmp_path: Path) -> None:
         }
     hostile = _write(tmp_path, 'x"<img src=x onerror=alert(1)>.json', document)
     out = tmp_path / "out"
-    result = trajectory("--output", out, checkpoints=hostile)
+    result = trajectory(cli, "--output", out, checkpoints=hostile)
     assert result.exit_code == 0, result.output
     html = (out / "index.html").read_text(encoding="utf-8")
     assert "<img src=x" not in html and "<script>alert" not in html
@@ -432,10 +434,10 @@ def test_hostile_names_are_escaped_in_the_svg_and_table(tmp_path: Path) -> None:
     scan = _PageScan()
     scan.feed(html)
     assert not scan.sources and not scan.styled and scan.tags.count("script") == 1
-    assert run("verify", out).exit_code == 0
+    assert cli("verify", out).exit_code == 0
 
 
-def test_many_checkpoints_cap_rows_but_not_the_curve(tmp_path: Path) -> None:
+def test_many_checkpoints_cap_rows_but_not_the_curve(cli: Cli, tmp_path: Path) -> None:
     base = example()[0]
     document = []
     for index in range(1005):
@@ -445,7 +447,7 @@ def test_many_checkpoints_cap_rows_but_not_the_curve(tmp_path: Path) -> None:
         entry["evaluation"]["score"] = (index % 4) / 4
         document.append(entry)
     report = json.loads(
-        run("trajectory", _write(tmp_path, "many.json", document), "--budget-seconds", "2000",
+        cli("trajectory", _write(tmp_path, "many.json", document), "--budget-seconds", "2000",
             "--json").stdout
     )  # fmt: skip
     page = build_trajectory_page(report)

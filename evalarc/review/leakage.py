@@ -92,11 +92,14 @@ def _enumerate(root: Path) -> Iterator[tuple[str, Path]]:
         raise InputError(f"harness path {root.as_posix()} is a symbolic link")
     if not root.exists():
         raise InputError(f"harness path {root.as_posix()} does not exist")
+    # Labels name a file by its base name, and a file found in a folder by the folder's name and
+    # its path inside it: never the absolute path of the machine that ran the scan.
     if root.is_file():
-        yield root.as_posix(), root
+        yield root.name, root
         return
     if not root.is_dir():
         raise InputError(f"harness path {root.as_posix()} is neither a file nor a folder")
+    top = root.resolve().name
     # Depth-first over sorted names, so "a/x" comes before "a.txt" as in a sorted path walk.
     stack: list[Iterator[os.DirEntry[str]]] = [_sorted_entries(root)]
     while stack:
@@ -109,7 +112,8 @@ def _enumerate(root: Path) -> Iterator[tuple[str, Path]]:
         if entry.is_dir(follow_symlinks=False):
             stack.append(_sorted_entries(Path(entry.path)))
         elif entry.is_file(follow_symlinks=False):
-            yield Path(entry.path).as_posix(), Path(entry.path)
+            inside = Path(entry.path).relative_to(root).as_posix()
+            yield (f"{top}/{inside}" if top else inside), Path(entry.path)
 
 
 def _sorted_entries(folder: Path) -> Iterator[os.DirEntry[str]]:

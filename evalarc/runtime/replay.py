@@ -675,6 +675,12 @@ class ReplayCaseRun:
         self.diverged = False
         self._closed = False
 
+    @property
+    def recorded_seconds(self) -> float:
+        """How long the recorded case lasted (its last event's time): a replay reports this,
+        not its own timing, so replaying the same recording always writes the same bytes."""
+        return float(self._events[-1]["t"]) if self._events else 0.0
+
     # -- the cursor ---------------------------------------------------------------------------
 
     def peek(self) -> dict[str, Any] | None:
@@ -744,6 +750,10 @@ class ReplayCaseRun:
         elif _is(self.peek(), "fault", index):
             session._raise_recorded_fault()
         return session
+
+    def abandon(self) -> None:
+        """Close without judging the recording: the case was cancelled, nothing is recorded."""
+        self._closed = True
 
     def close(self) -> None:
         """End every session still open (as the live backend kills them) and require that the
@@ -851,8 +861,24 @@ class ReplayBackend:
         run = ReplayCaseRun(self, label, recording, events)
         try:
             yield run
-        finally:
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            # Cancelled mid-case: the grader stopped early on purpose. Requiring the rest of the
+            # recording here would turn Ctrl-C into a "divergence" (an EnvironmentFailure that
+            # replaces the KeyboardInterrupt, so the run went on and ended invalid).
+            run.abandon()
+            raise
+        except BaseException:
             run.close()
+            raise
+        run.close()
+
+
+def recordings_label(folder: Path | None) -> str:
+    """How a report names the recordings it replayed: ``bundled``, or the folder's name (never
+    an absolute path of the machine that ran it)."""
+    if folder is None:
+        return "bundled"
+    return folder.name or folder.resolve().name or "recordings"
 
 
 def make_replay_backend(

@@ -1752,7 +1752,7 @@ def main(argv: list[str]) -> int:
     if out.exists():
         sys.stderr.write(f"{out} exists; choose a new folder\n")
         return 2
-    corpus = Path("/work/shared/corpus")
+    corpus = HERE.parent / "corpus"
     evalarc = str(Path(sys.executable).parent / "evalarc")
     bases = build_bases(out / "bases", corpus, evalarc)
     for entry in ENTRIES:

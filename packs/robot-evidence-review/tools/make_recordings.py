@@ -9,10 +9,10 @@ of every frame 0..60 (0 to 2 s) is written down: six recordings.
 The engines are MuJoCo and PyBullet from PyPI. They are not EvalArc dependencies; run this in a
 separate virtual environment::
 
-    python3 -m venv /work/robot-tools-venv
-    /work/robot-tools-venv/bin/pip install mujoco pybullet
-    /work/robot-tools-venv/bin/python packs/robot-evidence-review/tools/make_recordings.py
-    /work/robot-tools-venv/bin/python packs/robot-evidence-review/tools/make_recordings.py --check
+    python3 -m venv /tmp/robot-tools-venv
+    /tmp/robot-tools-venv/bin/pip install mujoco pybullet
+    /tmp/robot-tools-venv/bin/python packs/robot-evidence-review/tools/make_recordings.py
+    /tmp/robot-tools-venv/bin/python packs/robot-evidence-review/tools/make_recordings.py --check
 
 Output: ``recordings/<engine>-<substeps>.json`` (compact canonical JSON, one recording each) and
 ``recordings/index.json`` (every file's SHA-256, size and provenance). No wall-clock time goes into

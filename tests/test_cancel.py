@@ -1,0 +1,152 @@
+"""Ctrl-C during a replayed audit and during ``evalarc demo``: exit 130, nothing left behind.
+
+Each run is a real ``evalarc`` process in its own process group (as a terminal runs it); SIGINT
+goes to the whole group, like Ctrl-C. Every run gets its own empty TMPDIR and an output path in an
+empty folder, so a leftover output, staging folder or temporary file is seen. The points are
+spread over the run: a replayed audit is interrupted at 24 points, just after each of its progress
+lines (a control starting or ending) but the last two, the demo just after each of its nine phases
+starts. A run that finished before the signal landed must have written its complete folder; at
+least 20 runs must actually be cancelled. ``pytest -s`` prints the table of runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+EVALARC = str(Path(sys.executable).parent / "evalarc")
+AUDIT_POINTS = 24
+DEMO_PHASES = (
+    "demo: audit durable-kv",
+    "demo: audit support-routing",
+    "demo: audit robot-evidence-review",
+    "demo: support regression",
+    "demo: Inspect AI diff",
+    "demo: eval-health",
+    "demo: hill-climb review",
+    "demo: score trajectory",
+    "demo: site",
+)
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass(frozen=True)
+class Outcome:
+    delay: float
+    delivered: bool
+    code: int | None
+    left: list[str]
+    temp: list[str]
+    stderr: str
+
+
+def _start(args: list[str], root: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    temp = root / "tmp"
+    temp.mkdir(parents=True)
+    out = root / "work" / "out"
+    out.parent.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "SOURCE_DATE_EPOCH": "1700000000"}
+    process = subprocess.Popen(
+        [EVALARC, *args, "--output", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+    return process, out, temp
+
+
+def _interrupt(process: subprocess.Popen[bytes], out: Path, temp: Path, delay: float) -> Outcome:
+    delivered = process.poll() is None
+    if delivered:
+        os.killpg(process.pid, signal.SIGINT)
+    assert process.stderr is not None
+    rest = process.stderr.read().decode("utf-8", "replace")
+    code = process.wait(timeout=120)
+    return Outcome(
+        delay=round(delay, 3),
+        delivered=delivered,
+        code=code,
+        left=sorted(path.name for path in out.parent.iterdir()),
+        temp=sorted(path.name for path in temp.iterdir()),
+        stderr=rest[-300:],
+    )
+
+
+def _row(outcome: Outcome) -> str:
+    return (
+        f"+{outcome.delay:.3f} s signalled={outcome.delivered} exit={outcome.code} "
+        f"left={outcome.left} temp={outcome.temp}"
+    )
+
+
+def _audit_args() -> list[str]:
+    return ["audit", "--task", "durable-kv", "--backend", "replay"]
+
+
+def _read_lines(process: subprocess.Popen[bytes], count: int) -> None:
+    assert process.stderr is not None
+    for _ in range(count):
+        assert process.stderr.readline(), f"the run ended before progress line {count}"
+
+
+def test_ctrl_c_at_many_points_of_a_replayed_audit(tmp_path: Path) -> None:
+    # The uninterrupted run: its progress lines (two per control) mark points through the run.
+    process, out, _ = _start(_audit_args(), tmp_path / "reference")
+    assert process.stderr is not None
+    lines = process.stderr.read().decode().splitlines()
+    assert process.wait(timeout=300) == 0
+    assert (out / "audit.json").is_file()
+    assert len(lines) >= 18, lines
+    marks = len(lines) - 2  # the last control still runs after each of these
+
+    outcomes = []
+    for point in range(AUDIT_POINTS):
+        process, out, temp = _start(_audit_args(), tmp_path / f"run-{point:02d}")
+        line = 1 + point % marks
+        _read_lines(process, line)
+        delay = 0.015 * (point // marks)
+        time.sleep(delay)
+        outcome = _interrupt(process, out, temp, delay)
+        if outcome.code == 0:
+            # Under load a run can finish (publish its folder) before the signal lands: then the
+            # Ctrl-C cancels nothing, and the folder must be complete.
+            assert (outcome.left, outcome.temp) == (["out"], []), outcome
+            assert (out / "audit.json").is_file(), outcome
+        outcomes.append(outcome)
+        print(f"audit point {point:2d}, after progress line {line:2d}: {_row(outcome)}")
+    cancelled = [outcome for outcome in outcomes if outcome.delivered and outcome.code != 0]
+    assert len(cancelled) >= 20, outcomes
+    for outcome in cancelled:
+        assert (outcome.code, outcome.left, outcome.temp) == (130, [], []), outcome
+        assert "divergent" not in outcome.stderr, outcome
+        assert "evalarc: cancelled" in outcome.stderr, outcome
+
+
+def test_ctrl_c_in_every_phase_of_the_demo(tmp_path: Path) -> None:
+    outcomes = []
+    for number, phase in enumerate(DEMO_PHASES):
+        process, out, temp = _start(["demo"], tmp_path / f"demo-{number}")
+        assert process.stderr is not None
+        while True:
+            line = process.stderr.readline().decode("utf-8", "replace")
+            assert line, f"the demo ended before {phase!r}"
+            if line.startswith(phase):
+                break
+        delay = 0.05 * (number % 4)
+        time.sleep(delay)
+        outcomes.append(_interrupt(process, out, temp, delay))
+        print(f"demo {phase!r}: {_row(outcomes[-1])}")
+    assert len(outcomes) == len(DEMO_PHASES)
+    for outcome in outcomes:
+        assert outcome.delivered, outcome
+        assert (outcome.code, outcome.left, outcome.temp) == (130, [], []), outcome
+        assert "evalarc: cancelled" in outcome.stderr, outcome

@@ -1,0 +1,121 @@
+"""The real-tool corpus in tests/corpus: complete, self-contained, and read by EvalArc exactly as
+the tool's own reader reads it.
+
+``tests/corpus/inspect/truths.toml`` is written by ``tests/corpus/inspect/generate.py`` from what
+``inspect_ai.log.read_eval_log`` found in each log; EvalArc's reader must find the same verdict
+for every attempt and check, and the same headline.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalarc.formats.load import load_results
+
+SCENARIOS = ("capitals", "capitals_epochs", "flaky_errors", "keywords")
+THRESHOLD = 1.0
+
+
+def _truths(corpus: Path) -> dict[str, Any]:
+    return tomllib.loads((corpus / "inspect" / "truths.toml").read_text(encoding="utf-8"))
+
+
+def _expected_verdict(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return value == "C"
+    return float(value) >= THRESHOLD
+
+
+def test_every_scenario_has_its_logs_and_truths(corpus: Path) -> None:
+    truths = _truths(corpus)
+    assert sorted(truths) == sorted(SCENARIOS)
+    for name in SCENARIOS:
+        for side in ("baseline", "current"):
+            for ext in ("json", "eval"):
+                assert (corpus / "inspect" / f"{name}.{side}.{ext}").is_file()
+            assert truths[name][side], (name, side)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("ext", ["json", "eval"])
+def test_evalarc_reads_what_inspect_reads(corpus: Path, name: str, ext: str) -> None:
+    truths = _truths(corpus)[name]
+    scorers = sorted(
+        {
+            check
+            for side in ("baseline", "current")
+            for row in truths[side].values()
+            for check in row
+        }
+        - {"error"}
+    )
+    assert scorers
+    for side in ("baseline", "current"):
+        run = load_results(corpus / "inspect" / f"{name}.{side}.{ext}", threshold=THRESHOLD)
+        seen = 0
+        for key, row in truths[side].items():
+            sample, epoch = key.rsplit("#", 1)
+            meta = run.samples[sample][int(epoch) - 1]
+            if "error" in row:
+                expected = dict.fromkeys(scorers)
+            else:
+                expected = {check: _expected_verdict(value) for check, value in row.items()}
+            assert meta.verdicts == expected, (name, side, key)
+            seen += 1
+        assert seen == sum(len(attempts) for attempts in run.samples.values()), (name, side)
+        assert run.headline is not None
+        assert run.headline.value == pytest.approx(truths[f"headline_{side}"]), (name, side)
+
+
+def test_readme_documents_every_pair_and_one_command_per_tool(corpus: Path) -> None:
+    readme = (corpus / "README.md").read_text(encoding="utf-8")
+    stems = {
+        re.sub(r"\.(baseline|current)$", "", path.stem)
+        for path in corpus.glob("*/*")
+        if path.suffix in {".json", ".eval", ".xml"}
+    }
+    assert len(stems) == 10, stems
+    for stem in stems:
+        assert f"`{stem}." in readme, stem
+    assert "tests/corpus/inspect/generate.py" in readme
+    for folder in (
+        "inspect/realworld",
+        "junit/realworld",
+        "promptfoo/realworld",
+        "junit",
+        "promptfoo",
+    ):
+        assert (corpus / folder / "SOURCE.md").is_file(), folder
+
+
+def test_nothing_in_the_tests_reads_outside_the_clone() -> None:
+    """No test, fixture, benchmark or doc command names the workspace's shared folder or an
+    absolute workspace path (a clone copied alone must pass its own tests)."""
+    root = Path(__file__).resolve().parents[1]
+    pattern = re.compile(r"/work/|\.\./shared|shared/corpus|parents\[2\]")
+    files = [
+        *sorted((root / "tests").rglob("*.py")),
+        *sorted((root / "bench").rglob("*.py")),
+        *sorted((root / "docs").rglob("*.md")),
+        *sorted((root / "scripts").glob("*")),
+        *sorted((root / "packs").rglob("*.py")),
+        *sorted((root / "packs").rglob("*.md")),
+        root / "README.md",
+        root / ".ci" / "run",
+    ]
+    assert len(files) > 50
+    offenders = [
+        f"{path.relative_to(root)}:{number}"
+        for path in files
+        if path.is_file() and path.name != "test_corpus.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if pattern.search(line)
+    ]
+    assert offenders == []
