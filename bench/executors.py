@@ -167,6 +167,12 @@ def ray_inside(work: Path, seeds: tuple[int, ...], image: str, slots: int) -> No
     print(json.dumps(results))
 
 
+def _partial(name: str, row: dict[str, Any]) -> None:
+    """Each figure as soon as it is measured (on stderr), so a later failure loses nothing."""
+    print(f"  measured {name}: {row['seconds']:.2f} s at load {row['load']:.1f}",
+          file=sys.stderr, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--image", default="evalarc-python:local")
@@ -193,12 +199,14 @@ def main() -> None:
         load = _load()
         floor_before = bare_floor(plan, arguments.image, cores, work / "floor-before")
         rows["floor"] = {"seconds": floor_before, "load": (load + _load()) / 2}
+        _partial("floor (before)", rows["floor"])
         load = _load()
         rows["sequential"] = {
             "seconds": sequential(seeds, arguments.image, work / "seq"),
             "load": 0.0,
         }
         rows["sequential"]["load"] = (load + _load()) / 2
+        _partial("sequential", rows["sequential"])
         reference: Any = None
         for jobs in (1, 2, 4):
             options = AuditOptions(task=TASK, image=arguments.image, seeds=seeds, jobs=jobs)
@@ -212,6 +220,7 @@ def main() -> None:
             stripped = _strip(audit.audit)
             rows[f"--jobs {jobs}"]["same"] = reference is None or stripped == reference
             reference = reference or stripped
+            _partial(f"--jobs {jobs}", rows[f"--jobs {jobs}"])
         if not arguments.skip_ray:
             for name, row in ray_rows(seeds, arguments.image, cores, work).items():
                 rows[name] = {
