@@ -70,10 +70,12 @@ class ContainerWatch:
     def _poll(self) -> None:
         while not self._stop.is_set():
             try:
-                for container in self.client.containers.list(filters={"label": OWNER_LABEL}):
-                    pid = container.labels[OWNER_LABEL].split("/")[2]
-                    if pid.isdigit() and _descends_from_root(int(pid)):
-                        self.seen.add(container.id)
+                # The raw list (no inspect per container): containers of other runs on this
+                # engine come and go meanwhile.
+                for entry in self.client.api.containers(filters={"label": OWNER_LABEL}):
+                    pid = str(entry.get("Labels", {}).get(OWNER_LABEL, "")).split("/")[2:3]
+                    if pid and pid[0].isdigit() and _descends_from_root(int(pid[0])):
+                        self.seen.add(entry["Id"])
             except Exception:
                 pass
             time.sleep(0.2)
@@ -81,7 +83,7 @@ class ContainerWatch:
     def left(self) -> list[str]:
         self._stop.set()
         self._thread.join()
-        ids = {container.id for container in self.client.containers.list(all=True)}
+        ids = {entry["Id"] for entry in self.client.api.containers(all=True)}
         return sorted(self.seen & ids)
 
 
