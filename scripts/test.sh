@@ -17,11 +17,8 @@ python3 -m venv .venv
 .venv/bin/mypy
 # Every module is one xdist group, all Docker modules share one and all browser modules another
 # (tests/conftest.py), so module fixtures are built once and heavy tests do not starve each other.
-# Most tests wait on child processes, containers and the disk rather than compute, so two
-# workers per core keep the cores busy (EVALARC_TEST_WORKERS overrides).
-workers="${EVALARC_TEST_WORKERS:-$((2 * $(nproc)))}"
 status=0
-.venv/bin/python -m pytest -q -n "$workers" --dist loadgroup \
+.venv/bin/python -m pytest -q -n "${EVALARC_TEST_WORKERS:-auto}" --dist loadgroup \
     --no-loadscope-reorder --durations=25 "$@" || status=$?
 if [ "$status" -eq 5 ]; then
     echo "test.sh: pytest collected no tests; that is a failure" >&2

@@ -50,6 +50,10 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
+collect_ignore = ["corpus"]
+"""tests/corpus/ holds the result files of real tools and the sources that produced them (some
+with deliberately failing tests): data for the suite, never part of it."""
+
 _GROUP = pytest.StashKey[str]()
 
 Cli = Callable[..., Result]
@@ -62,6 +66,7 @@ HEAVY_FIRST = [
     BROWSER_GROUP,
     "test_hostile_inputs",
     "test_docs_commands",
+    "test_cancel",
     "test_pack_durable_kv_run",
     "test_action",
     "test_fuzz_readers",
@@ -152,14 +157,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(item.stash.get(_GROUP, ""), len(rank)))
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Under ``--dist loadgroup`` every test must carry its group in its node id (xdist's
-    grouping); without it every worker would rebuild every module fixture."""
-    if not getattr(session.config.option, "loadgroup", False):
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Under ``--dist loadgroup`` every test must carry its group in its node id (that is how
+    pytest-xdist groups); without it every worker would rebuild every module fixture."""
+    if node.config.getoption("dist", "no") != "loadgroup":
         return
-    lost = [item.nodeid for item in session.items if "@" not in item.nodeid.rsplit("]", 1)[-1]]
+    lost = [nodeid for nodeid in ids if "@" not in nodeid.rsplit("]", 1)[-1]]
     if lost:
-        raise pytest.UsageError(
+        pytest.exit(
             f"pytest-xdist did not group {len(lost)} tests (first: {lost[0]}); this pytest "
-            "breaks --dist loadgroup (pytest-dev/pytest-xdist#1386): pip install -e '.[dev]'"
+            "breaks --dist loadgroup (pytest-dev/pytest-xdist#1386): pip install -e '.[dev]'",
+            returncode=pytest.ExitCode.USAGE_ERROR,
         )

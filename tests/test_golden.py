@@ -56,17 +56,8 @@ SCRUBBERS: list[tuple[str, re.Pattern[str], str]] = [
 Add one only for a value that must vary (a version, the machine's Python); never for a value
 the same inputs should reproduce."""
 
-PAGE_SCRUBBERS: dict[str, list[tuple[str, re.Pattern[str], str]]] = {"evaluation": [
-    # Until a replayed case records its recording's duration instead of the replay's own time
-    # (issue 12), the evaluation page shows host-measured seconds. Remove these with that fix.
-    ("replay-duration", re.compile(r"(&#34;duration_seconds&#34;: )[0-9.e-]+"), r"\1<SECONDS>"),
-    ("replay-case-seconds", re.compile(r'(<td class="num">\d+</td>\n\s*<td class="num">)[0-9.]+'),
-     r"\1<SECONDS>"),
-    ("replay-total-seconds",
-     re.compile(r'(<div class="value">)[0-9.]+ s(</div><div class="muted">host seconds)'),
-     r"\1<SECONDS>\2"),
-]}
-"""Scrubbers for one page only."""
+PAGE_SCRUBBERS: dict[str, list[tuple[str, re.Pattern[str], str]]] = {}
+"""Scrubbers for one page only (name -> scrubbers), with the same rule."""
 
 Cli = Callable[..., Result]
 

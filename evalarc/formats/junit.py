@@ -1,123 +1,174 @@
-"""Read JUnit XML (pytest, node's test runner, mocha, Maven Surefire, ...) into the shared model.
+"""Read JUnit XML into the shared model: each test is a case with the one check ``passed``.
 
-Each ``<testcase>`` element is one attempt of the single check ``passed``; a case id written
-several times (pytest-rerunfailures, concatenated suites) is one case with several attempts.
-Outcomes come from the testcase's children only: suite counters such as ``failures="2"`` are
-often stale or hand-edited, so they are never read.
+The file is streamed (``iterparse`` under defusedxml: no DTD, no entities, no external
+references) and every finished ``<testcase>`` is dropped from the tree at once, so memory holds
+the open suites and the compact records, never the whole document. Caps on elements, nesting,
+attributes, text and total work refuse a hostile file with one line naming the file and the cap.
 
-XML from strangers is parsed with defusedxml: no DTD, no entities, no external references, and a
-bounded element depth.
+Outcomes come from the testcase's children only (suite counters such as ``failures="2"`` are
+often stale). Which fields name a test, and which repeated elements are attempts of one test,
+depend on the tool that wrote the file: :mod:`evalarc.formats.junit_producers` identifies it from
+its own markers and builds the case ids. Elements of an unknown shape and a file without any
+``<testcase>`` are refused: nothing in them can be assessed.
 """
 
 from __future__ import annotations
 
+import codecs
+import gc
 import math
 import re
+import sys
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import defusedxml
 import defusedxml.ElementTree as SafeElementTree
 
 from evalarc.errors import InputError
-from evalarc.formats.model import Attempt, Run, SampleMeta, Source, cut_evidence
+from evalarc.formats.junit_producers import (
+    CHECK_NAME,
+    Facts,
+    Outcome,
+    Record,
+    assemble_cases,
+    identify_producer,
+)
+from evalarc.formats.model import Run, Source
 
-CHECK_NAME = "passed"
+__all__ = ["CHECK_NAME", "MAX_DEPTH", "read_junit", "read_junit_bytes", "read_junit_stream"]
+
 MAX_DEPTH = 64
 """Deepest element nesting accepted; real reports nest suites a handful of levels."""
+MAX_ELEMENTS = 5_000_000
+"""Most elements one file may hold (a 100,000-test suite with output holds well under 1 M)."""
+MAX_TESTCASES = 500_000
+"""Most ``<testcase>`` elements one file may hold (each costs the model about 0.8 KB, so half a
+million stay within 512 MB however small the file that names them)."""
+MAX_TESTCASE_CHILDREN = 10_000
+"""Most child elements of one ``<testcase>`` (outcome, reruns, output)."""
+MAX_ATTRIBUTES = 256
+"""Most attributes on one element."""
+MAX_ATTRIBUTE_CHARS = 4 * 1024 * 1024
+"""Longest attribute value (a name, a failure message)."""
+MAX_TEXT_CHARS = 64 * 1024 * 1024
+"""Longest text of one element (a stack trace, captured output)."""
+MAX_WORK = 20_000_000
+"""Most parser events (elements, comments and attributes together) one file may cost."""
 
 SUITE_TAGS = frozenset({"testsuites", "testsuite"})
-_DTD_MARKERS = (b"<!DOCTYPE", b"<!ENTITY")
+SUITE_EXTRAS = frozenset({"properties", "system-out", "system-err"})
+"""Elements a suite may hold besides suites and testcases; their content is not an outcome."""
+OUTCOME_TAGS = frozenset(
+    {"failure", "error", "skipped", "rerunFailure", "rerunError", "flakyFailure", "flakyError"}
+)
+TESTCASE_CHILDREN = OUTCOME_TAGS | SUITE_EXTRAS
+_RERUN_TAGS = frozenset({"rerunFailure", "rerunError", "flakyFailure", "flakyError"})
+_CHILDREN_OF: dict[str, frozenset[str]] = {
+    "outcome": frozenset({"stackTrace", "system-out", "system-err"}),
+    "properties": frozenset({"property"}),
+}
+"""What the inner elements may hold: Surefire's and nextest's rerun and flaky children carry a
+stack trace and output, properties hold properties; output and stack traces hold text only."""
 _DTD_MESSAGE = "JUnit XML with a DTD or entities is not accepted"
 _ERROR_DETAIL_CHARS = 200
+_READ_CHUNK = 1024 * 1024
 _UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _DECLARED_ENCODING = re.compile(rb"^\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
+_NODE_COMMENT = re.compile(r"^\s*(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ")
 
 
 def read_junit(path: Path, source: Source, threshold: float) -> Run:
     """Read the JUnit XML file at ``path`` into a Run.
 
-    Raises InputError naming the file for DTDs or entities, invalid UTF-8, malformed XML,
-    nesting deeper than MAX_DEPTH, or a root that is neither ``testsuites`` nor ``testsuite``.
+    Raises InputError naming the file for DTDs or entities, invalid UTF-8, malformed XML, a
+    root that is neither ``testsuites`` nor ``testsuite``, an element of an unknown shape, no
+    testcase at all, or any cap passed.
     """
     try:
-        data = path.read_bytes()
+        handle = path.open("rb")
     except OSError as error:
         raise InputError(f"{path.name} cannot be read: {error.strerror or error}") from None
-    root = parse_junit_bytes(data, source.name)
-    return build_junit_run(root, source, threshold)
+    with handle:
+        return read_junit_stream(handle, source.name, source, threshold)
 
 
-def parse_junit_bytes(data: bytes, name: str) -> ElementTree.Element:
-    """Parse untrusted JUnit XML bytes safely and return the root element."""
-    if any(marker in data for marker in _DTD_MARKERS):
-        raise InputError(f"{name}: {_DTD_MESSAGE}")
-    _require_utf8(data, name)
-    root: ElementTree.Element | None = None
-    depth = 0
+def read_junit_bytes(data: bytes, source: Source, threshold: float) -> Run:
+    """Read JUnit XML held in memory (the same rules as :func:`read_junit`)."""
+    import io
+
+    return read_junit_stream(io.BytesIO(data), source.name, source, threshold)
+
+
+def read_junit_stream(stream: IO[bytes], name: str, source: Source, threshold: float) -> Run:
+    """Stream untrusted JUnit XML from ``stream`` (named ``name`` in messages) into a Run."""
+    # Millions of small objects and no cycles: the cyclic collector would rescan them all again
+    # and again (most of the reading time on a large file), so it waits until they are built.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        events = SafeElementTree.iterparse(
-            _WholeBuffer(data),
-            events=("start", "end"),
-            forbid_dtd=True,
-            forbid_entities=True,
-            forbid_external=True,
-        )
-        for event, element in events:
-            if event == "end":
-                depth -= 1
-                continue
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise InputError(f"{name} nests elements deeper than {MAX_DEPTH} levels")
-            if root is None:
-                root = element
-    except defusedxml.DefusedXmlException:
-        raise InputError(f"{name}: {_DTD_MESSAGE}") from None
-    except (ElementTree.ParseError, LookupError, ValueError) as error:
-        detail = str(error)[:_ERROR_DETAIL_CHARS] or type(error).__name__
-        raise InputError(f"{name} is not JUnit XML: {detail}") from None
-    if root is None:  # pragma: no cover - expat reports an empty document as a ParseError
-        raise InputError(f"{name} is not JUnit XML: no root element")
-    tag = _local_name(root.tag)
-    if tag not in SUITE_TAGS:
-        shown = tag[:60]
-        raise InputError(
-            f"{name} is not JUnit XML: root element is <{shown}>, "
-            "expected <testsuites> or <testsuite>"
-        )
-    return root
+        facts, records = _scan(stream, name)
+        if not records:
+            raise InputError(f"{name} has no <testcase>: nothing in it could be assessed")
+        producer = identify_producer(facts, records)
+        pending: list[Record | None] = list(records)
+        del records
+        cases, samples = assemble_cases(producer, pending)
+    finally:
+        if collecting:
+            gc.enable()
+    identity: dict[str, object] = {"producer": producer, "suites": sorted(facts.suite_names)}
+    return Run(
+        format="junit",
+        source=source,
+        threshold=threshold,
+        cases=cases,
+        identity=identity,
+        headline=None,
+        incomplete=False,
+        samples=samples,
+    )
 
 
-class _WholeBuffer:
-    """A source that hands iterparse every byte in its first read. iterparse feeds expat 16 KiB
-    at a time, and expat (2.5) rescans an unfinished token on every feed, so one 200 MB
-    attribute took minutes; in one feed the scan is linear. The bytes are in memory anyway."""
+class _CheckedReader:
+    """A source for iterparse that hands out 1 MiB chunks (expat 2.5 rescans an unfinished
+    token on every feed, so 16 KiB feeds made one long attribute quadratic; far larger feeds
+    queue millions of parsed elements at once) and checks, on the way, that bytes claiming (or
+    defaulting to) UTF-8 are UTF-8."""
 
-    def __init__(self, data: bytes) -> None:
-        self._data: bytes | None = data
+    def __init__(self, stream: IO[bytes], name: str) -> None:
+        self._stream = stream
+        self._name = name
+        self._offset = 0
+        self._decoder: codecs.IncrementalDecoder | None = None
+        self._first = True
 
     def read(self, size: int = -1) -> bytes:
-        data, self._data = self._data, None
-        return data or b""
+        chunk = self._stream.read(_READ_CHUNK)
+        if self._first:
+            self._first = False
+            if _claims_utf8(chunk):
+                self._decoder = codecs.getincrementaldecoder("utf-8")()
+        if self._decoder is not None:
+            try:
+                self._decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as error:
+                position = self._offset + error.start
+                raise InputError(f"{self._name} is not valid UTF-8 (byte {position})") from None
+        self._offset += len(chunk)
+        return chunk
 
 
-def _require_utf8(data: bytes, name: str) -> None:
-    """Refuse bytes that claim (or default to) UTF-8 but are not valid UTF-8."""
-    if data.startswith(_UTF16_32_BOMS):
-        return
-    declared = _DECLARED_ENCODING.match(data[:200])
-    if declared is not None and declared.group(1).lower().replace(b"_", b"-") not in (
-        b"utf-8",
-        b"utf8",
-    ):
-        return  # another declared encoding: expat decodes or rejects it
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(f"{name} is not valid UTF-8 (byte {error.start})") from None
+def _claims_utf8(head: bytes) -> bool:
+    if head.startswith(_UTF16_32_BOMS):
+        return False
+    declared = _DECLARED_ENCODING.match(head[:200])
+    if declared is None:
+        return True
+    return declared.group(1).lower().replace(b"_", b"-") in (b"utf-8", b"utf8")
 
 
 def _local_name(tag: object) -> str:
@@ -127,128 +178,202 @@ def _local_name(tag: object) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-@dataclass(frozen=True, slots=True)
-class TestcaseResult:
-    """The verdict of one ``<testcase>`` element."""
-
-    case_id: str
-    attempt: Attempt
-    duration_seconds: float | None
-
-
-def build_junit_run(root: ElementTree.Element, source: Source, threshold: float) -> Run:
-    """Turn a parsed JUnit tree into a Run (pure; the tree is already depth-bounded)."""
-    cases: dict[str, dict[str, list[Attempt]]] = {}
-    samples: dict[str, list[SampleMeta]] = {}
-    for result in testcase_results(root):
-        cases.setdefault(result.case_id, {}).setdefault(CHECK_NAME, []).append(result.attempt)
-        meta = SampleMeta(verdicts={CHECK_NAME: result.attempt.passed})
-        if result.duration_seconds is not None:
-            meta.usage["duration_seconds"] = result.duration_seconds
-        samples.setdefault(result.case_id, []).append(meta)
-    return Run(
-        format="junit",
-        source=source,
-        threshold=threshold,
-        cases=cases,
-        identity={"suites": suite_names(root)},
-        headline=None,
-        incomplete=False,
-        samples=samples,
-    )
+@dataclass(slots=True)
+class _Frame:
+    element: ElementTree.Element
+    kind: str
+    """``suite``, ``testcase``, ``outcome`` (a testcase's direct child) or ``other``."""
+    tag: str
 
 
-def suite_names(root: ElementTree.Element) -> list[str]:
-    """Sorted distinct non-empty names of every ``<testsuite>`` (the root included)."""
-    names = {
-        element.get("name") or ""
-        for element in root.iter()
-        if _local_name(element.tag) == "testsuite"
-    }
-    return sorted(name for name in names if name)
+def _scan(stream: IO[bytes], name: str) -> tuple[Facts, list[Record]]:
+    facts = Facts()
+    records: list[Record] = []
+    frames: list[_Frame] = []
+    suite_path: list[tuple[str, ...]] = []
+    """Per open suite: the names of the enclosing named testsuites (one shared tuple each)."""
+    suite_index: list[int] = []
+    suites_seen = 0
+    elements = 0
+    work = 0
+    try:
+        events: Iterator[tuple[str, ElementTree.Element]] = SafeElementTree.iterparse(
+            _CheckedReader(stream, name),
+            events=("start", "end", "comment"),
+            forbid_dtd=True,
+            forbid_entities=True,
+            forbid_external=True,
+        )
+        for event, element in events:
+            work += 1
+            if event == "comment":
+                text = element.text or ""
+                if len(text) > MAX_TEXT_CHARS:
+                    raise InputError(_cap(name, f"a comment longer than {MAX_TEXT_CHARS:,}"))
+                if len(frames) == 1 and _NODE_COMMENT.match(text):
+                    facts.node_comments += 1
+            elif event == "start":
+                elements += 1
+                work += len(element.attrib)
+                if elements > MAX_ELEMENTS:
+                    raise InputError(_cap(name, f"more than {MAX_ELEMENTS:,} elements"))
+                if len(frames) >= MAX_DEPTH:
+                    raise InputError(f"{name} nests elements deeper than {MAX_DEPTH} levels")
+                _check_attributes(element, name)
+                tag = _local_name(element.tag)
+                kind = _classify(frames, tag, name)
+                if kind == "suite":
+                    suites_seen += 1
+                    suite_index.append(suites_seen if tag == "testsuite" else 0)
+                    label = element.get("name") or "" if tag == "testsuite" else ""
+                    outer = suite_path[-1] if suite_path else ()
+                    suite_path.append((*outer, label) if label else outer)
+                    if tag == "testsuite" and label:
+                        facts.suite_names.add(label)
+                    facts.note_suite(element, root=not frames)
+                elif kind == "testcase" and len(records) >= MAX_TESTCASES:
+                    raise InputError(_cap(name, f"more than {MAX_TESTCASES:,} testcases"))
+                if frames and frames[-1].kind == "testcase":
+                    parent = frames[-1].element
+                    if len(parent) > MAX_TESTCASE_CHILDREN:
+                        raise InputError(
+                            _cap(
+                                name,
+                                f"a testcase with more than {MAX_TESTCASE_CHILDREN:,} children",
+                            )
+                        )
+                elif frames and frames[-1].tag == "properties" and tag == "property":
+                    facts.note_property(element)
+                frames.append(_Frame(element, kind, tag))
+            else:
+                frame = frames.pop()
+                body = element.text
+                if body is not None and len(body) > MAX_TEXT_CHARS:
+                    raise InputError(_cap(name, f"an element text longer than {MAX_TEXT_CHARS:,}"))
+                if frame.kind == "testcase":
+                    records.append(_record(element, suite_path, suite_index, facts))
+                elif frame.kind == "suite":
+                    suite_path.pop()
+                    suite_index.pop()
+                if frame.kind != "outcome" and frames:
+                    # Drop what is finished, so memory stays flat however many elements the file
+                    # holds. Every later sibling already built is reached through its own event,
+                    # so a suite's (or container's) child list is emptied whole; a testcase keeps
+                    # its outcome children until it is read.
+                    element.clear()
+                    holder = frames[-1]
+                    if holder.kind != "testcase":
+                        del holder.element[:]
+                elif frame.kind == "outcome":
+                    del element[:]
+            if work > MAX_WORK:
+                raise InputError(_cap(name, f"more than {MAX_WORK:,} parser events"))
+    except defusedxml.DefusedXmlException:
+        raise InputError(f"{name}: {_DTD_MESSAGE}") from None
+    except (ElementTree.ParseError, LookupError, ValueError) as error:
+        detail = str(error)[:_ERROR_DETAIL_CHARS] or type(error).__name__
+        raise InputError(f"{name} is not JUnit XML: {detail}") from None
+    return facts, records
 
 
-def testcase_results(root: ElementTree.Element) -> Iterator[TestcaseResult]:
-    """Every testcase that is a direct child of a suite element, in document order.
+def _cap(name: str, what: str) -> str:
+    return f"{name} holds {what} (a cap of the JUnit reader); it is refused unread"
 
-    Testcases directly under ``<testsuites>`` count too (node's runner writes top-level tests
-    there); suites nested in suites are followed to any depth.
-    """
-    # One (children, is a suite, suite name) frame per open element: document order without
-    # recursion.
-    stack: list[tuple[Iterator[ElementTree.Element], bool, str]] = [
-        (iter(root), True, _suite_name(root))
-    ]
-    while stack:
-        children, is_suite, suite_name = stack[-1]
-        child = next(children, None)
-        if child is None:
-            stack.pop()
-            continue
-        tag = _local_name(child.tag)
+
+def _check_attributes(element: ElementTree.Element, name: str) -> None:
+    if len(element.attrib) > MAX_ATTRIBUTES:
+        raise InputError(_cap(name, f"an element with more than {MAX_ATTRIBUTES} attributes"))
+    for value in element.attrib.values():
+        if len(value) > MAX_ATTRIBUTE_CHARS:
+            raise InputError(
+                _cap(name, f"an attribute value longer than {MAX_ATTRIBUTE_CHARS:,} characters")
+            )
+
+
+def _classify(frames: list[_Frame], tag: str, name: str) -> str:
+    """What a starting element is, from its tag and its parent; unknown shapes are refused."""
+    if not frames:
+        if tag not in SUITE_TAGS:
+            raise InputError(
+                f"{name} is not JUnit XML: root element is <{tag[:60]}>, "
+                "expected <testsuites> or <testsuite>"
+            )
+        return "suite"
+    parent = frames[-1]
+    if parent.kind == "suite":
+        if tag == "testsuite":
+            return "suite"
         if tag == "testcase":
-            if is_suite:
-                yield _testcase_result(child, suite_name)
-            continue
-        stack.append((iter(child), tag in SUITE_TAGS, _suite_name(child)))
+            return "testcase"
+        if tag in SUITE_EXTRAS:
+            return "other"
+        raise InputError(_unknown(name, tag, parent.tag))
+    if parent.kind == "testcase":
+        if tag in TESTCASE_CHILDREN:
+            return "outcome" if tag in OUTCOME_TAGS else "other"
+        raise InputError(_unknown(name, tag, "testcase"))
+    allowed = _CHILDREN_OF.get(parent.tag if parent.kind == "other" else parent.kind, frozenset())
+    if tag not in allowed:
+        raise InputError(_unknown(name, tag, parent.tag))
+    return "other"
 
 
-def _suite_name(element: ElementTree.Element) -> str:
-    if _local_name(element.tag) != "testsuite":
-        return ""
-    return element.get("name") or ""
-
-
-def case_id_of(testcase: ElementTree.Element, suite_name: str) -> str:
-    """``classname::name``, with the suite name standing in for a missing classname."""
-    owner = testcase.get("classname") or suite_name
-    name = testcase.get("name") or ""
-    return f"{owner}::{name}" if owner else name
-
-
-def _children(testcase: ElementTree.Element) -> dict[str, list[ElementTree.Element]]:
-    found: dict[str, list[ElementTree.Element]] = {}
-    for child in testcase:
-        found.setdefault(_local_name(child.tag), []).append(child)
-    return found
+def _unknown(name: str, tag: str, parent: str) -> str:
+    return (
+        f"{name}: <{tag[:60]}> inside <{parent[:60]}> is not a JUnit shape EvalArc can assess; "
+        "unknown shapes are refused, so nothing in the file was assessed"
+    )
 
 
 def _evidence(tag: str, element: ElementTree.Element) -> str:
     message = element.get("message") or ""
     if not message.strip():
         message = (element.text or "").strip()
-    return f"{tag}: {message}" if message else tag
+    return f"{tag}: {message[:600]}" if message else tag
 
 
-def testcase_outcome(testcase: ElementTree.Element) -> tuple[bool | None, str | None]:
-    """Decide one testcase element: (passed, evidence).
+def testcase_outcomes(testcase: ElementTree.Element) -> tuple[Outcome, ...]:
+    """The attempts one testcase element records, in the order they ran.
 
-    A node ``todo`` test is unassessed even when it also failed (todo never fails a run);
-    otherwise the first present of failure (fail), error and skipped (unassessed) decides.
-    Surefire's rerun children accompany a real failure or error; its flaky children mean
-    the test passed on a rerun.
+    A node ``todo`` test is one unassessed attempt even when it also failed (todo never fails a
+    run). Otherwise the first present of failure (fail), error and skipped (unassessed), or a
+    pass, is the final attempt; Surefire's and nextest's ``flakyFailure``/``flakyError`` are
+    failed/errored attempts before it (the test passed on a rerun) and ``rerunFailure``/
+    ``rerunError`` failed/errored attempts after the first failure.
     """
-    children = _children(testcase)
+    if not len(testcase):
+        return _PASSED
+    children: dict[str, list[ElementTree.Element]] = {}
+    for child in testcase:
+        children.setdefault(_local_name(child.tag), []).append(child)
     todo = [item for item in children.get("skipped", []) if item.get("type") == "todo"]
     if todo:
         parts = [_evidence("skipped", todo[0])]
         for tag in ("failure", "error"):
             if tag in children:
                 parts.append(_evidence(tag, children[tag][0]))
-        return None, "; ".join(parts)
-    decisions: tuple[tuple[str, bool | None], ...] = (
-        ("failure", False),
-        ("error", None),
-        ("skipped", None),
-        ("rerunFailure", False),
-        ("rerunError", None),
-        ("flakyFailure", True),
-        ("flakyError", True),
-    )
-    for tag, passed in decisions:
+        return (Outcome(None, "; ".join(parts)),)
+    final = Outcome(True, None)
+    for tag, passed in (("failure", False), ("error", None), ("skipped", None)):
         if tag in children:
-            return passed, _evidence(tag, children[tag][0])
-    return True, None
+            final = Outcome(passed, _evidence(tag, children[tag][0]))
+            break
+    before: list[Outcome] = []
+    after: list[Outcome] = []
+    for child in testcase:
+        tag = _local_name(child.tag)
+        if tag == "flakyFailure":
+            before.append(Outcome(False, _evidence(tag, child)))
+        elif tag == "flakyError":
+            before.append(Outcome(None, _evidence(tag, child)))
+        elif tag == "rerunFailure":
+            after.append(Outcome(False, _evidence(tag, child)))
+        elif tag == "rerunError":
+            after.append(Outcome(None, _evidence(tag, child)))
+    return (*before, final, *after)
+
+
+_PASSED = (Outcome(True, None),)
 
 
 def _duration(testcase: ElementTree.Element) -> float | None:
@@ -256,16 +381,29 @@ def _duration(testcase: ElementTree.Element) -> float | None:
     if text is None:
         return None
     try:
-        seconds = float(text.strip())
+        seconds = float(text.strip().replace(",", ""))
     except ValueError:
         return None
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
-def _testcase_result(testcase: ElementTree.Element, suite_name: str) -> TestcaseResult:
-    passed, evidence = testcase_outcome(testcase)
-    return TestcaseResult(
-        case_id=case_id_of(testcase, suite_name),
-        attempt=Attempt(passed=passed, evidence=cut_evidence(evidence)),
+def _record(
+    testcase: ElementTree.Element,
+    suite_path: list[tuple[str, ...]],
+    suite_index: list[int],
+    facts: Facts,
+) -> Record:
+    facts.note_testcase(testcase)
+    tags = {_local_name(child.tag) for child in testcase}
+    has_outcome = bool(tags & OUTCOME_TAGS)
+    if tags & _RERUN_TAGS:
+        facts.rerun_children = True
+    return Record(
+        suite_index=suite_index[-1],
+        suite_path=suite_path[-1],
+        classname=sys.intern(testcase.get("classname") or ""),
+        name=testcase.get("name") or "",
+        outcomes=testcase_outcomes(testcase),
+        has_outcome=has_outcome,
         duration_seconds=_duration(testcase),
     )

@@ -50,6 +50,9 @@ class Attempt:
     """The tool's explanation or failure message, already cut to EVIDENCE_LIMIT."""
     output_sha256: str | None = None
     """SHA-256 of the output this attempt graded, when the tool records one."""
+    rerun: bool = False
+    """True when this attempt only ran because the one before it failed (a JUnit rerun plugin's
+    retry): it adds evidence about the test, not coverage of it."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"passed": self.passed}

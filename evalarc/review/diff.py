@@ -76,6 +76,14 @@ class Tally:
     passed: int
     assessed: int
     attempts: int
+    covered: int | None = None
+    """Assessed runs when some attempts are reruns of a failed attempt (JUnit rerun plugins):
+    a test retried until it passed was covered once, not once per try. None: every attempt is
+    its own run, so coverage is ``assessed``."""
+
+    @property
+    def coverage(self) -> int:
+        return self.assessed if self.covered is None else self.covered
 
     def to_json(self) -> dict[str, int]:
         return {"passed": self.passed, "assessed": self.assessed, "attempts": self.attempts}
@@ -85,13 +93,24 @@ def tally(attempts: Sequence[Attempt]) -> Tally:
     """Count passes and assessed attempts (``passed is None`` is unassessed)."""
     passed = 0
     assessed = 0
+    runs = 0
+    run_assessed = False
+    reruns = False
     for attempt in attempts:
+        if attempt.rerun:
+            reruns = True
+        else:
+            runs += run_assessed
+            run_assessed = False
         if attempt.passed is None:
             continue
         assessed += 1
+        run_assessed = True
         if attempt.passed:
             passed += 1
-    return Tally(passed=passed, assessed=assessed, attempts=len(attempts))
+    runs += run_assessed
+    covered = runs if reruns else None
+    return Tally(passed=passed, assessed=assessed, attempts=len(attempts), covered=covered)
 
 
 def _rate_below(lower: Tally, upper: Tally) -> bool:
@@ -115,7 +134,7 @@ def classify(baseline: Tally | None, current: Tally | None) -> str | None:
         return "unassessed"
     if _rate_below(current, baseline):
         return "regressed" if current.passed == 0 else "less_reliable"
-    if current.assessed < baseline.assessed:
+    if current.coverage < baseline.coverage:
         return "less_covered"
     if _rate_below(baseline, current):
         return "improved"

@@ -977,7 +977,7 @@ ENTRIES: list[Entry] = [
         "results/junit_xinclude.xml",
         "result",
         "XInclude of /etc/passwd (never expanded)",
-        "contains no scored cases",
+        "is not a JUnit shape EvalArc can assess",
     ),
     Entry(
         "results/junit_unknown_encoding.xml",
