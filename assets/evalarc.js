@@ -72,6 +72,15 @@
     return key;
   };
 
+  /* The exact-match key of a row (data-kind / data-cause on HTML rows, island "keys"). */
+  Row.prototype.exactKey = function (name) {
+    if (this.keyCells) {
+      var column = this.keyCells[name];
+      return column ? column(this.number)[0] : "";
+    }
+    return this.tr ? text(this.tr.getAttribute("data-" + name)) : "";
+  };
+
   Row.prototype.matches = function (needle) {
     if (this.text === null) {
       var texts = [];
@@ -92,7 +101,10 @@
       var td = document.createElement("td");
       var header = headers[column];
       if (header && header.classList.contains("num")) td.className = "num";
-      if (cell[1] === "code" || CELL_CLASSES[cell[1]] === true) {
+      if (cell[1] === "case") {
+        td.setAttribute("data-case", cell[0]);
+        td.appendChild(caseButton(cell[0]));
+      } else if (cell[1] === "code" || CELL_CLASSES[cell[1]] === true) {
         var inner = document.createElement(cell[1] === "code" ? "code" : "span");
         if (cell[1] !== "code") inner.className = cell[1];
         inner.textContent = cell[0];
@@ -108,6 +120,20 @@
   function text(value) {
     return value === undefined || value === null ? "" : String(value);
   }
+
+  /* A button that opens a case view (the case-view section below listens for its clicks). */
+  function caseButton(id) {
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "case-open";
+    button.setAttribute("data-case", id);
+    var code = document.createElement("code");
+    code.className = "id";
+    code.textContent = id;
+    button.appendChild(code);
+    return button;
+  }
+  window.evalarcCaseButton = caseButton;
 
   /* A column of the island (see table_island in evalarc/site/diff_page.py) as a function
    * from row number to [text, style]. */
@@ -137,10 +163,19 @@
     if (!data || !Array.isArray(data.columns)) return [];
     var columns = data.columns.map(islandColumn);
     var count = Math.min(Number(data.count) || 0, 1000000);
+    var keys = {};
+    if (data.keys && typeof data.keys === "object") {
+      Object.keys(data.keys).forEach(function (name) {
+        var keyColumns = data.keys[name];
+        if (Array.isArray(keyColumns) && keyColumns.length) keys[name] = islandColumn(keyColumns[0]);
+      });
+    }
     var rows = [];
     for (var number = 0; number < count; number += 1) {
       var row = new Row(firstIndex + number, null, cellsOf(columns, number));
       row.width = columns.length;
+      row.keyCells = keys;
+      row.number = number;
       rows.push(row);
     }
     return rows;
@@ -166,12 +201,14 @@
     this.order = rows.slice();
     this.view = rows.slice();
     this.needle = "";
+    this.exact = {};
     this.page = 0;
     this.paged = rows.length > PAGE_SIZE;
     this.sortColumn = -1;
     this.ascending = true;
     this.name = "table-" + tableCount;
     table.classList.add("enhanced");
+    table.evalarcTable = this;
     if (rows.length >= SORT_MIN_ROWS) this.addSorting();
     if (rows.length >= FILTER_MIN_ROWS) this.addFilter();
     if (this.paged) this.addPager();
@@ -235,19 +272,45 @@
     this.count = count;
     if (!this.table.id) this.table.id = this.name;
     input.setAttribute("aria-controls", this.table.id);
+    this.input = input;
     input.addEventListener("input", function () {
       self.needle = input.value.trim().toLowerCase();
       self.page = 0;
       self.applyFilter();
+      self.table.dispatchEvent(new CustomEvent("evalarc-filter"));
     });
     this.table.parentNode.insertBefore(tools, this.table);
   };
 
   Enhanced.prototype.applyFilter = function () {
     var needle = this.needle;
-    this.view = needle ? this.order.filter(function (row) { return row.matches(needle); })
-      : this.order.slice();
+    var exact = this.exact;
+    var names = Object.keys(exact).filter(function (name) { return exact[name] !== ""; });
+    if (!needle && !names.length) {
+      this.view = this.order.slice();
+    } else {
+      this.view = this.order.filter(function (row) {
+        for (var i = 0; i < names.length; i += 1) {
+          if (row.exactKey(names[i]) !== exact[names[i]]) return false;
+        }
+        return !needle || row.matches(needle);
+      });
+    }
     this.render();
+  };
+
+  /* Exact-match filter on a row key (kind, cause); "" clears it. */
+  Enhanced.prototype.setExact = function (name, value) {
+    this.exact[name] = value;
+    this.page = 0;
+    this.applyFilter();
+  };
+
+  Enhanced.prototype.setNeedle = function (value) {
+    if (this.input) this.input.value = value;
+    this.needle = value.trim().toLowerCase();
+    this.page = 0;
+    this.applyFilter();
   };
 
   Enhanced.prototype.addPager = function () {
@@ -453,5 +516,354 @@
     document.addEventListener("DOMContentLoaded", initSteppers);
   } else {
     initSteppers();
+  }
+})();
+
+/* Diff pages: exact-match filters (kind, cause) with the state in the URL hash, and case views.
+ *
+ * Filters: <select data-filter-for=TABLE data-filter-key=NAME> filters TABLE's rows whose key
+ * NAME (data-NAME on HTML rows, "keys" in the island) equals the chosen value exactly, so
+ * "unassessed" never also matches "less_covered". The hash holds kind, cause, q (the text filter)
+ * and case (the open case view), e.g. #kind=regressed&cause=%232, so a filtered view can be
+ * linked.
+ *
+ * Case views: the page's "case-index" island lists every case id, its chunk and the chunk files
+ * (case-views/<sha256>.js, see evalarc/site/case_page.py). Opening a case inserts that chunk's
+ * script element once (allowed by the page policy's 'strict-dynamic'); the chunk calls
+ * evalarcChunk({cases: ...}) with data only. Both sides are laid out section by section with
+ * textContent, never markup; a cut text says where it was truncated. When a view is open it sets
+ * data-case-open on <html> and a performance mark "evalarc-case-open".
+ */
+(function () {
+  "use strict";
+
+  var CHUNK_PATH = /^case-views\/[0-9a-f]{64}\.js$/;
+  var MATCHES_SHOWN = 12;
+  var index = null;
+  var positions = null;
+  var cases = Object.create(null);
+  var requested = Object.create(null);
+  var wanted = null;
+  var view = null;
+  var textBytes = 4096;
+
+  function readIndex() {
+    var island = document.getElementById("case-index");
+    if (!island) return null;
+    try {
+      var data = JSON.parse(island.textContent);
+      if (!data || !Array.isArray(data.cases) || !Array.isArray(data.chunks) ||
+          !Array.isArray(data.chunk_of)) return null;
+      if (typeof data.text_bytes === "number") textBytes = data.text_bytes;
+      return data;
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function hashState() {
+    var state = {};
+    var raw = window.location.hash.replace(/^#/, "");
+    raw.split("&").forEach(function (part) {
+      if (!part) return;
+      var at = part.indexOf("=");
+      if (at < 1) return;
+      try {
+        state[decodeURIComponent(part.slice(0, at))] = decodeURIComponent(part.slice(at + 1));
+      } catch (error) { /* a malformed escape is ignored */ }
+    });
+    return state;
+  }
+
+  function writeHash(changes) {
+    var state = hashState();
+    Object.keys(changes).forEach(function (name) {
+      if (changes[name]) state[name] = changes[name];
+      else delete state[name];
+    });
+    var parts = Object.keys(state).sort().map(function (name) {
+      return encodeURIComponent(name) + "=" + encodeURIComponent(state[name]);
+    });
+    var hash = parts.length ? "#" + parts.join("&") : " ";
+    try {
+      window.history.replaceState(null, "", hash === " " ? window.location.pathname : hash);
+    } catch (error) { /* some file:// setups refuse; the view still works */ }
+  }
+
+  function element(tag, className, content) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (content !== undefined) node.textContent = content;
+    return node;
+  }
+
+  function sectionNode(section, file) {
+    var box = element("div", "case-section");
+    var title = element("h4", "", section.title);
+    if (section.tone === "ok" || section.tone === "bad" || section.tone === "warn") {
+      box.setAttribute("data-tone", section.tone);
+    }
+    box.appendChild(title);
+    var list = element("dl", "case-items");
+    (Array.isArray(section.items) ? section.items : []).forEach(function (item) {
+      var dt = element("dt", "", String(item.l));
+      var dd = element("dd");
+      var body = element(item.pre ? "pre" : "div", "case-text", String(item.t));
+      dd.appendChild(body);
+      if (item.mark === "diverge") {
+        dt.appendChild(document.createTextNode(" "));
+        dt.appendChild(element("span", "badge warn", "first divergence"));
+        dd.classList.add("diverge");
+      }
+      if (typeof item.cut === "number") {
+        dd.appendChild(element("p", "muted cut",
+          "truncated at " + textBytes + " bytes of " + item.cut + "; the full text is in " + file +
+          " in this bundle"));
+      }
+      list.appendChild(dt);
+      list.appendChild(dd);
+    });
+    box.appendChild(list);
+    if (section.dropped) {
+      box.appendChild(element("p", "muted", section.dropped + " more items are in " + file));
+    }
+    return box;
+  }
+
+  function titlesOf(side) {
+    return side && Array.isArray(side.sections)
+      ? side.sections.map(function (section) { return String(section.title); }) : [];
+  }
+
+  function render(id) {
+    var entry = cases[id];
+    if (!view || !entry) return;
+    var sides = Array.isArray(index.sides) ? index.sides : ["baseline", "current"];
+    while (view.firstChild) view.removeChild(view.firstChild);
+    var head = element("div", "case-head");
+    var heading = element("h2", "", "Case ");
+    heading.id = "case-view-title";
+    heading.appendChild(element("code", "id", id));
+    head.appendChild(heading);
+    var close = element("button", "case-close", "Close case view");
+    close.type = "button";
+    close.addEventListener("click", function () { closeCase(); });
+    head.appendChild(close);
+    view.appendChild(head);
+    var grid = element("div", "case-grid");
+    ["baseline", "current"].forEach(function (role, position) {
+      var label = element("h3", "case-side-title", role + " · ");
+      label.appendChild(element("code", "id", String(sides[position] || role)));
+      grid.appendChild(label);
+    });
+    var titles = titlesOf(entry.baseline);
+    titlesOf(entry.current).forEach(function (title) {
+      if (titles.indexOf(title) === -1) titles.push(title);
+    });
+    if (!entry.baseline && !entry.current) {
+      grid.appendChild(element("p", "muted", "Neither input file records evidence for this case."));
+    }
+    titles.forEach(function (title) {
+      ["baseline", "current"].forEach(function (role, position) {
+        var side = entry[role];
+        var file = String(sides[position] || role);
+        var cell = element("div", "case-cell");
+        var found = null;
+        if (side && Array.isArray(side.sections)) {
+          for (var i = 0; i < side.sections.length; i += 1) {
+            if (String(side.sections[i].title) === title) { found = side.sections[i]; break; }
+          }
+        }
+        if (found) cell.appendChild(sectionNode(found, file));
+        else {
+          var missing = element("div", "case-section missing");
+          missing.appendChild(element("h4", "", title));
+          missing.appendChild(element("p", "muted", side ? "not recorded on this side"
+            : "this case is not in " + file));
+          cell.appendChild(missing);
+        }
+        grid.appendChild(cell);
+      });
+    });
+    view.appendChild(grid);
+    view.hidden = false;
+    document.documentElement.setAttribute("data-case-open", id);
+    if (window.performance && window.performance.mark) window.performance.mark("evalarc-case-open");
+  }
+
+  function positionOf(id) {
+    if (positions === null) {
+      positions = new Map();
+      index.cases.forEach(function (caseId, position) { positions.set(String(caseId), position); });
+    }
+    return positions.has(id) ? positions.get(id) : -1;
+  }
+
+  function openCase(id, focus) {
+    if (!index) return;
+    var position = positionOf(id);
+    if (position === -1) return;
+    wanted = id;
+    writeHash({ "case": id });
+    if (cases[id]) {
+      render(id);
+      if (focus) view.focus();
+      return;
+    }
+    var chunk = String(index.chunks[index.chunk_of[position]]);
+    if (!CHUNK_PATH.test(chunk) || requested[chunk]) return;
+    requested[chunk] = true;
+    var script = document.createElement("script");
+    script.src = chunk;
+    script.addEventListener("load", function () {
+      if (wanted === id) { render(id); if (focus) view.focus(); }
+    });
+    script.addEventListener("error", function () {
+      requested[chunk] = false;
+      while (view.firstChild) view.removeChild(view.firstChild);
+      view.appendChild(element("p", "step-error", "The case view file " + chunk +
+        " could not be loaded."));
+      view.hidden = false;
+    });
+    document.head.appendChild(script);
+  }
+
+  function closeCase() {
+    wanted = null;
+    if (view) { view.hidden = true; while (view.firstChild) view.removeChild(view.firstChild); }
+    document.documentElement.removeAttribute("data-case-open");
+    writeHash({ "case": "" });
+  }
+
+  window.evalarcChunk = function (data) {
+    if (!data || typeof data.cases !== "object" || data.cases === null) return;
+    Object.keys(data.cases).forEach(function (id) { cases[id] = data.cases[id]; });
+  };
+
+  function addSearch(box) {
+    var label = element("label", "", "Open a case ");
+    var input = element("input", "case-find");
+    input.type = "search";
+    input.setAttribute("aria-describedby", "case-find-count");
+    label.appendChild(input);
+    var count = element("span", "muted", "");
+    count.id = "case-find-count";
+    var list = element("div", "case-matches");
+    box.appendChild(label);
+    box.appendChild(count);
+    box.appendChild(list);
+    input.addEventListener("input", function () {
+      var needle = input.value.trim().toLowerCase();
+      while (list.firstChild) list.removeChild(list.firstChild);
+      if (!needle) { count.textContent = ""; return; }
+      var found = 0;
+      for (var i = 0; i < index.cases.length; i += 1) {
+        var id = String(index.cases[i]);
+        if (id.toLowerCase().indexOf(needle) === -1) continue;
+        found += 1;
+        if (found <= MATCHES_SHOWN) list.appendChild(window.evalarcCaseButton(id));
+      }
+      count.textContent = found + " of " + index.cases.length + " cases match" +
+        (found > MATCHES_SHOWN ? " (first " + MATCHES_SHOWN + " shown)" : "");
+    });
+  }
+
+  var filterSelects = [];
+
+  /* Apply the hash's kind/cause/q state to the filters (on load and on hashchange). */
+  function applyFilterState(state) {
+    filterSelects.forEach(function (entry) {
+      var value = state[entry.name] === undefined ? "" : state[entry.name];
+      var known = Array.prototype.some.call(entry.select.options, function (option) {
+        return option.value === value;
+      });
+      if (!known) value = "";
+      entry.select.value = value;
+      entry.table.setExact(entry.name, value);
+    });
+    var main = document.getElementById("changed-checks");
+    var table = main && main.evalarcTable;
+    if (table && (state.q || "") !== table.needle) table.setNeedle(state.q || "");
+  }
+
+  function initFilters() {
+    var selects = document.querySelectorAll("select[data-filter-for]");
+    Array.prototype.forEach.call(selects, function (select) {
+      var table = document.getElementById(select.getAttribute("data-filter-for"));
+      var enhanced = table && table.evalarcTable;
+      if (!enhanced) return;
+      var name = select.getAttribute("data-filter-key");
+      var box = select.closest("[hidden]");
+      if (box) box.hidden = false;
+      filterSelects.push({ select: select, table: enhanced, name: name });
+      select.addEventListener("change", function () {
+        enhanced.setExact(name, select.value);
+        var change = {};
+        change[name] = select.value;
+        writeHash(change);
+      });
+    });
+    var main = document.getElementById("changed-checks");
+    var table = main && main.evalarcTable;
+    if (table) {
+      main.addEventListener("evalarc-filter", function () { writeHash({ q: table.needle }); });
+    }
+    applyFilterState(hashState());
+    var clusters = document.querySelectorAll("li.cluster[data-cause]");
+    var causeSelect = document.getElementById("cause-filter");
+    if (causeSelect && table) {
+      Array.prototype.forEach.call(clusters, function (item) {
+        var show = element("button", "cluster-show", "Show these rows");
+        show.type = "button";
+        show.addEventListener("click", function () {
+          causeSelect.value = item.getAttribute("data-cause");
+          causeSelect.dispatchEvent(new Event("change"));
+          main.scrollIntoView();
+        });
+        item.firstElementChild.appendChild(document.createTextNode(" "));
+        item.firstElementChild.appendChild(show);
+      });
+    }
+  }
+
+  function initCases() {
+    index = readIndex();
+    view = document.getElementById("case-view");
+    if (!index || !view) return;
+    view.setAttribute("tabindex", "-1");
+    var note = document.querySelector("#case-search .no-script-note");
+    if (note) note.hidden = true;
+    addSearch(document.getElementById("case-search"));
+    Array.prototype.forEach.call(document.querySelectorAll("td[data-case]"), function (td) {
+      var id = td.getAttribute("data-case");
+      while (td.firstChild) td.removeChild(td.firstChild);
+      td.appendChild(window.evalarcCaseButton(id));
+    });
+    document.addEventListener("click", function (event) {
+      var target = event.target instanceof Element ? event.target.closest("button.case-open") : null;
+      if (target) openCase(target.getAttribute("data-case"), true);
+    });
+    var state = hashState();
+    if (state["case"]) openCase(state["case"], false);
+  }
+
+  function onHashChange() {
+    var state = hashState();
+    applyFilterState(state);
+    if (!index) return;
+    if (state["case"] && state["case"] !== wanted) openCase(state["case"], false);
+    else if (!state["case"] && wanted !== null) closeCase();
+  }
+
+  function init() {
+    initFilters();
+    initCases();
+    window.addEventListener("hashchange", onHashChange);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
   }
 })();

@@ -213,23 +213,60 @@ def other_annotations(report: dict[str, Any], limit: int = MAX_ANNOTATIONS) -> l
     return commands
 
 
+MAX_REASON_CHARS = 600
+"""How much of evalarc diff's own refusal is repeated in the final error."""
+
+
+def diff_reason(stderr: str) -> str | None:
+    """The refusal ``evalarc diff`` printed (its last ``evalarc: ...`` line), if any."""
+    for line in reversed(stderr.splitlines()):
+        if line.startswith("evalarc: "):
+            reason = line[len("evalarc: ") :].strip()
+            if len(reason) > MAX_REASON_CHARS:
+                reason = reason[:MAX_REASON_CHARS] + "…"
+            return reason or None
+    return None
+
+
+def failed_gates(report: dict[str, Any]) -> list[str]:
+    """Each gate that failed, in words (empty when every gate passed)."""
+    failed: list[str] = []
+    blocking = int(report.get("blocking_changes") or 0)
+    if blocking:
+        failed.append(f"{blocking} check(s) lost passes or coverage")
+    for side in ("baseline", "current"):
+        if report.get(f"{side}_incomplete"):
+            failed.append(f"the {side} run did not finish")
+    if report.get("generalization_required") and not report.get("generalization_passed"):
+        state = (report.get("generalization") or {}).get("state")
+        failed.append(f"the required generalization was not shown (held-out state {state})")
+    cost = report.get("cost_gate")
+    if isinstance(cost, dict) and not cost.get("passed", False):
+        failed.append(
+            f"the cost gate on {cost.get('metric')} failed: current/baseline "
+            f"{_ratio_text(cost.get('ratio'))} exceeds {cost.get('max_ratio')}"
+        )
+    return failed
+
+
 def decide(
     report_dir: str,
     diff_exit: int,
     fail_on_regression: bool,
     read_report: Callable[[Path], dict[str, Any]] | None = None,
+    diff_stderr: str = "",
 ) -> GateResult:
     """Everything the gate step does, as data: outputs, workflow commands, exit code."""
     result = GateResult()
     if diff_exit not in (0, 1):
-        result.commands.append(
-            workflow_command(
-                "error",
-                f"result files could not be compared (evalarc diff exited {diff_exit}); "
-                "the messages above say why",
-                title="EvalArc",
-            )
+        reason = diff_reason(diff_stderr)
+        message = (
+            f"the result files could not be compared (evalarc diff exited {diff_exit}): {reason}"
+            if reason
+            else f"result files could not be compared (evalarc diff exited {diff_exit}); "
+            "the messages above say why"
         )
+        result.commands.append(workflow_command("error", message, title="EvalArc"))
         result.exit_code = 2
         return result
     try:
@@ -246,10 +283,8 @@ def decide(
     result.commands.extend(blocking_annotations(report))
     result.commands.extend(other_annotations(report))
     if diff_exit == 1:
-        message = (
-            "a check lost passes or coverage, a run did not finish, or a required "
-            f"generalization or cost gate failed; the report is in {report_dir}"
-        )
+        failed = failed_gates(report) or ["a gate failed"]
+        message = f"{'; '.join(failed)}; the report is in {report_dir}"
         if fail_on_regression:
             result.commands.append(workflow_command("error", message, title="EvalArc gate failed"))
             result.exit_code = 1
@@ -304,15 +339,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     gate.add_argument("--report", required=True, help="The folder evalarc diff wrote.")
     gate.add_argument("--diff-exit", required=True, type=int, help="evalarc diff's exit code.")
     gate.add_argument("--fail-on-regression", type=_parse_bool, default=True)
+    gate.add_argument("--diff-errors", default="", help="A file holding evalarc diff's stderr.")
     output = commands.add_parser("output", help="Set one step output safely.")
-    output.add_argument("name", choices=["site"])
+    output.add_argument("name", choices=["site", "report", "site-folder"])
     output.add_argument("value")
     args = parser.parse_args(argv)
     github_output = os.environ.get("GITHUB_OUTPUT")
     if args.command == "output":
         write_outputs([(args.name, args.value)], github_output, sys.stdout)
         return 0
-    result = decide(args.report, args.diff_exit, args.fail_on_regression)
+    stderr = ""
+    if args.diff_errors:
+        try:
+            with open(args.diff_errors, encoding="utf-8", errors="replace") as handle:
+                stderr = handle.read(1 << 20)
+        except OSError:
+            stderr = ""
+    result = decide(args.report, args.diff_exit, args.fail_on_regression, diff_stderr=stderr)
     write_outputs(list(result.outputs.items()), github_output, sys.stdout)
     for command in result.commands:
         print(command)

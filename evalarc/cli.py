@@ -80,6 +80,27 @@ def main(ctx: click.Context, debug: bool) -> None:
             reconfigure(errors="backslashreplace")
 
 
+class _PathList(click.Option):
+    """A repeatable option that also takes several values after one flag, as ``--harness a b``
+    does in the reference: every following argument up to the next one starting with ``-``
+    belongs to it (``--harness a --harness b`` keeps working; give positional arguments first)."""
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        for name in self.opts:
+            option = parser._long_opt.get(name) or parser._short_opt.get(name)
+            if option is None:
+                continue
+            original = option.process
+
+            def process(value: Any, state: Any, original: Any = original) -> None:
+                original(value, state)
+                while state.rargs and not str(state.rargs[0]).startswith("-"):
+                    original(state.rargs.pop(0), state)
+
+            option.process = process
+
+
 _FORMAT_CHOICE = click.Choice(["auto", "inspect", "promptfoo", "junit", "evaluation"])
 
 
@@ -124,9 +145,10 @@ _FORMAT_CHOICE = click.Choice(["auto", "inspect", "promptfoo", "junit", "evaluat
 )
 @click.option(
     "--harness",
+    cls=_PathList,
     type=click.Path(path_type=Path),
     multiple=True,
-    help="File or folder scanned for verbatim case text (repeatable).",
+    help="Files or folders scanned for verbatim case text (--harness A B ..., repeatable).",
 )
 @click.option("--leak-min-chars", type=int, default=12, show_default=True)
 @click.option("--max-cost-ratio", type=float, help="Fail when current/baseline cost exceeds R.")
@@ -160,7 +182,7 @@ def diff(
     """Compare every case and check of BASELINE and CURRENT; exit 1 if any check lost passes."""
     from evalarc.diff_report import DiffRequest, run_diff
     from evalarc.review.diff import DiffOptions, overall_passed
-    from evalarc.review.diff_text import markdown_summary, terminal_lines
+    from evalarc.review.diff_text import terminal_lines
 
     options = DiffOptions(
         threshold=threshold,
@@ -177,9 +199,7 @@ def diff(
         held_out=held_out,
         harness=list(harness) if harness else None,
     )
-    report = run_diff(request, output, junit)
-    if markdown is not None:
-        _append(markdown, markdown_summary(report))
+    report = run_diff(request, output, junit, markdown)
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:
@@ -321,9 +341,10 @@ def eval_health(
 @click.option("--min-effect", type=float, help="The smallest pass-rate change you need to see.")
 @click.option(
     "--harness",
+    cls=_PathList,
     type=click.Path(path_type=Path),
     multiple=True,
-    help="File or folder scanned for verbatim case text (repeatable).",
+    help="Files or folders scanned for verbatim case text (--harness A B ..., repeatable).",
 )
 @click.option("--format", "fmt", type=_FORMAT_CHOICE, default="auto", show_default=True)
 @click.option("--threshold", type=float, default=1.0, show_default=True)

@@ -5,10 +5,13 @@ recomputation of a saved diff folder for ``verify``. Both sides call
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from evalarc.bundle import (
     PARAMS_FILE,
@@ -24,11 +27,17 @@ from evalarc.bundle import (
 )
 from evalarc.canonical import sha256_bytes
 from evalarc.clock import timestamp
-from evalarc.errors import VerificationError
+from evalarc.errors import OutputError, VerificationError
 from evalarc.formats import Run, load_results
 from evalarc.formats.evaluation import resolve_evaluation_path
 from evalarc.formats.model import Source
-from evalarc.review.diff import DIFF_SCHEMA, DiffOptions, compute_diff, overall_passed
+from evalarc.review.diff import (
+    DIFF_SCHEMA,
+    DiffOptions,
+    compute_diff,
+    overall_passed,
+    prepare_runs,
+)
 from evalarc.review.diff_text import markdown_summary
 from evalarc.review.leakage import HarnessFile, collect_harness
 from evalarc.review.split import CaseSplit, load_split
@@ -54,11 +63,18 @@ def _copy_name(role: str, original: Path) -> str:
 
 
 def run_diff(
-    request: DiffRequest, output: Path | None = None, junit: Path | None = None
+    request: DiffRequest,
+    output: Path | None = None,
+    junit: Path | None = None,
+    markdown: Path | None = None,
 ) -> dict[str, Any]:
     """Load both runs, compute the diff, and (with ``output``) publish a report folder; (with
     ``junit``) write every compared check as a JUnit testcase (see
-    :mod:`evalarc.junit_output`)."""
+    :mod:`evalarc.junit_output`); (with ``markdown``) append the summary to that file.
+
+    Every requested output is written or none is: the JUnit file is staged beside its target and
+    the Markdown file opened for appending before the report folder is published, so a path
+    that cannot be written fails the command with nothing published."""
     request.options.validate()
     # An EvalArc evaluation may be named by its report folder; copy and record the JSON itself.
     request = replace(
@@ -70,16 +86,71 @@ def run_diff(
     current = load_results(request.current, request.format, request.options.threshold)
     split = load_split(request.held_out) if request.held_out is not None else None
     harness = collect_harness(list(request.harness)) if request.harness is not None else None
+    baseline, current = prepare_runs(baseline, current)
     report = compute_diff(
         baseline, current, request.options, split=split, harness=harness, created_at=timestamp()
     )
-    if output is not None:
-        write_diff_folder(output, request, report, baseline, current, split, harness)
-    if junit is not None:
-        from evalarc.junit_output import write_junit
-
-        write_junit(junit, report, baseline, current)
+    staged = _stage_junit(junit, report, baseline, current) if junit is not None else None
+    try:
+        with _open_for_append(markdown) as summary:
+            if output is not None:
+                write_diff_folder(output, request, report, baseline, current, split, harness)
+            if staged is not None and junit is not None:
+                try:
+                    os.replace(staged, junit)
+                except OSError as error:
+                    raise OutputError(
+                        f"cannot write JUnit XML to {junit}: {error.strerror or error}"
+                    ) from None
+            if summary is not None:
+                text = markdown_summary(report)
+                summary.write(text if text.endswith("\n") else text + "\n")
+    finally:
+        if staged is not None:
+            staged.unlink(missing_ok=True)
     return report
+
+
+def _stage_junit(path: Path, report: dict[str, Any], baseline: Run, current: Run) -> Path:
+    """Write the JUnit XML into a temporary sibling of ``path`` (published by a rename)."""
+    from evalarc.junit_output import junit_document
+
+    data = junit_document(report, baseline, current)
+    if path.is_dir():
+        raise OutputError(f"cannot write JUnit XML to {path}: it is a folder")
+    parent = path.parent if str(path.parent) else Path(".")
+    try:
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=parent)
+    except OSError as error:
+        raise OutputError(f"cannot write JUnit XML to {path}: {error.strerror or error}") from None
+    temporary = Path(name)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, 0o644)
+    except BaseException as error:
+        temporary.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise OutputError(
+                f"cannot write JUnit XML to {path}: {error.strerror or error}"
+            ) from None
+        raise
+    return temporary
+
+
+@contextlib.contextmanager
+def _open_for_append(path: Path | None) -> Iterator[TextIO | None]:
+    """The Markdown summary file opened for appending (None without one); opened before anything
+    is published so an unwritable path fails first."""
+    if path is None:
+        yield None
+        return
+    try:
+        handle = path.open("a", encoding="utf-8", errors="backslashreplace")
+    except OSError as error:
+        raise OutputError(f"cannot append to {path}: {error.strerror or error}") from None
+    with handle:
+        yield handle
 
 
 def _params(

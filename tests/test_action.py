@@ -312,7 +312,7 @@ def test_regression_pair_fails_with_outputs_summary_and_annotations(
         only=AFTER_INSTALL,
     )
     assert [step.id for step in run.steps] == ["diff", "site", "gate"]
-    assert run.step("diff").outputs == {"status": "1"}
+    assert run.step("diff").outputs["status"] == "1"
     assert run.returncode == 1
     assert run.outputs["gate-passed"] == "false"
     assert run.outputs["passed"] == "false"
@@ -422,7 +422,7 @@ def test_clean_pair_passes_without_annotations(
         summary,
         only=AFTER_INSTALL,
     )
-    assert run.step("diff").outputs == {"status": "0"}
+    assert run.step("diff").outputs["status"] == "0"
     assert run.returncode == 0
     assert run.outputs["gate-passed"] == "true"
     assert run.outputs["passed"] == "true"
@@ -460,7 +460,7 @@ def test_optional_reviews_report_without_failing_when_asked(
         tmp_path / "summary.md",
         only=AFTER_INSTALL,
     )
-    assert run.step("diff").outputs == {"status": "1"}, run.step("diff").stderr
+    assert run.step("diff").outputs["status"] == "1", run.step("diff").stderr
     assert run.returncode == 0
     assert run.outputs["gate-passed"] == "false"
     assert run.outputs["blocking-changes"] == "3"
@@ -492,12 +492,80 @@ def test_unusable_input_always_fails(runner: CompositeRunner, tmp_path: Path) ->
         tmp_path / "summary.md",
         only=AFTER_INSTALL,
     )
-    assert run.step("diff").outputs == {"status": "2"}
+    assert run.step("diff").outputs["status"] == "2"
     assert run.returncode == 2
     errors = [c for c in run.commands() if c.name == "error"]
     assert len(errors) == 1 and "could not be compared" in errors[0].message
+    # The final error says why (it used to say only "could not be compared").
+    assert "missing.json does not exist" in errors[0].message
     assert run.outputs["gate-passed"] == ""
     assert not (workspace / "evalarc-diff").exists()
+
+
+def test_outputs_in_new_folders_are_all_written_and_two_uses_do_not_collide(
+    runner: CompositeRunner, corpus: Path, tmp_path: Path
+) -> None:
+    workspace = _workspace(
+        tmp_path, corpus, "inspect/capitals.baseline.json", "inspect/capitals.current.json"
+    )
+    pair = {
+        "baseline": "results/capitals.baseline.json",
+        "current": "results/capitals.current.json",
+    }
+    first = runner.run(
+        workspace, {**pair, "junit": "reports/junit/evalarc.xml"}, tmp_path / "s.md", AFTER_INSTALL
+    )
+    assert first.returncode == 1
+    assert (workspace / "reports/junit/evalarc.xml").is_file()
+    assert first.outputs["report"] == "evalarc-diff"
+    # A second use in the same job with the default names gets the next free pair.
+    second = runner.run(workspace, pair, tmp_path / "s.md", AFTER_INSTALL)
+    assert second.returncode == 1, second.steps[-1].stdout
+    assert second.outputs["report"] == "evalarc-diff-2"
+    assert (workspace / "evalarc-diff-2" / "diff.json").is_file()
+    if first.outputs["site"]:
+        assert second.outputs["site"] == "evalarc-site-2"
+    # Named outputs in folders that do not exist yet: parents are created.
+    third = runner.run(
+        workspace,
+        {**pair, "output": "out/deep/report", "site": "out/site/here"},
+        tmp_path / "s.md",
+        AFTER_INSTALL,
+    )
+    assert third.returncode == 1
+    assert (workspace / "out/deep/report/diff.json").is_file()
+    # The final error says which gate failed.
+    errors = [c for c in third.commands() if c.name == "error"]
+    assert len(errors) == 1
+    assert errors[0].message.startswith("6 check(s) lost passes or coverage; the report is in")
+
+
+def test_a_junit_output_that_cannot_be_written_publishes_nothing(
+    runner: CompositeRunner, corpus: Path, tmp_path: Path
+) -> None:
+    workspace = _workspace(
+        tmp_path, corpus, "inspect/capitals.baseline.json", "inspect/capitals.current.json"
+    )
+    (workspace / "taken").write_text("a file where a folder should be\n", encoding="utf-8")
+    pair = {
+        "baseline": "results/capitals.baseline.json",
+        "current": "results/capitals.current.json",
+    }
+    run = runner.run(
+        workspace, {**pair, "junit": "taken/evalarc.xml"}, tmp_path / "s.md", AFTER_INSTALL
+    )
+    assert run.step("diff").outputs["status"] == "2"
+    assert run.returncode == 2
+    # Before: the report folder was published and only then the JUnit write failed, so a rerun
+    # failed on "already exists".
+    assert not (workspace / "evalarc-diff").exists()
+    assert not (tmp_path / "s.md").exists() or "EvalArc" not in (tmp_path / "s.md").read_text()
+    errors = [c for c in run.commands() if c.name == "error"]
+    assert "cannot write JUnit XML to taken/evalarc.xml" in errors[0].message
+    rerun = runner.run(workspace, {**pair, "junit": "ok.xml"}, tmp_path / "s.md", AFTER_INSTALL)
+    assert rerun.returncode == 1
+    assert rerun.outputs["report"] == "evalarc-diff"
+    assert (workspace / "ok.xml").is_file()
 
 
 def test_site_step_matches_what_this_version_can_build(

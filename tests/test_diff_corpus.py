@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from evalarc.errors import InputError
 from evalarc.formats import load_results
-from evalarc.review.diff import DiffOptions, compute_diff, overall_passed
+from evalarc.review.diff import DiffOptions, compute_diff
 from evalarc.review.diff_text import markdown_summary, terminal_lines
 from evalarc.review.leakage import HarnessFile
 from evalarc.review.split import CaseSplit
@@ -74,9 +75,10 @@ INSPECT_EXPECTED: dict[str, tuple[list[Row], int]] = {
         [
             ("less_reliable", "6", "match"),
             ("less_reliable", "7", "match"),
-            ("improved", "10", "match"),
+            # natural order of numeric ids: 8, 9, 10 (not "10" < "8")
             ("improved", "8", "match"),
             ("improved", "9", "match"),
+            ("improved", "10", "match"),
         ],
         7,
     ),
@@ -209,18 +211,15 @@ def test_flaky_errors_details(corpus: Path) -> None:
 
 def test_inspect_realworld(corpus: Path) -> None:
     folder = "inspect/realworld/"
-    report = diff(
-        corpus,
-        folder + "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval",
-        folder + "2025-02-11T15-18-04-05-00_popularity_mj7khqpMM4GBCfVQozKgzB.eval",
-    )
-    assert {row[0] for row in rows(report)} == {"added"}
-    assert sorted(row[1] for row in rows(report)) == sorted(str(i) for i in range(1, 11))
-    failing = sorted(r["case_id"] for r in report["changes"] if r["current"]["passed"] == 0)
-    assert failing == ["3", "7"]
-    assert report["baseline"]["headline"] is None
-    assert report["current"]["headline"] == {"name": "match accuracy", "value": 0.8}
-    assert report["gate_passed"] is True and overall_passed(report)
+    # The baseline was run without scoring: nothing in it can be assessed, so the diff is
+    # refused naming it (it used to pass with 10 "added" checks and zero evidence).
+    unscored = folder + "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval"
+    with pytest.raises(InputError, match=r"popularity_dPiJifoWeEQBrfWsAopzWr\.eval: nothing in it"):
+        diff(
+            corpus,
+            unscored,
+            folder + "2025-02-11T15-18-04-05-00_popularity_mj7khqpMM4GBCfVQozKgzB.eval",
+        )
 
     same = diff(corpus, folder + "log_read_sample.json", folder + "log_read_sample.eval")
     assert same["changes"] == [] and same["counts"]["unchanged"] == 1

@@ -217,7 +217,10 @@ def test_markdown_optional_sections() -> None:
         "| `harness/prompt\\|x.md` | 2 | `h1` | held out | input | `Where is order 9999 today?` |"
     ) in lines
     assert "#### Cost and usage" in lines
-    assert "Cost gate on `cost_usd`: current/baseline = 0.217 (limit 1) — **pass**" in lines
+    assert (
+        "Cost gate on `cost_usd`: current/baseline = 0.217 (limit 1) — **pass** "
+        "(over 4 attempt pairs)"
+    ) in lines
     assert "Mean per attempt over 2 matched case(s)." in lines
     assert "| cost_usd | $0.046 | $0.01 | 0.217 | 4/4 → 4/4 |" in lines
     assert "| total_tokens | 1,500 | 1,500 | 1.000 | 4/4 → 4/4 |" in lines
@@ -237,9 +240,12 @@ def test_markdown_zero_cost_shows_no_cost_section() -> None:
 def test_terminal_lines_full() -> None:
     report = _refund_style_report()
     lines = terminal_lines(report, "out")
-    assert lines[0] == "Checks that lost passes or coverage: 1 | Improved: 1 | Unchanged: 0"
+    assert lines[0] == (
+        "Checks that lost passes or coverage: 1 | Improved: 1 | Added: 0 | Unchanged: 0"
+    )
     assert lines[1].startswith("  1 of them within sampling noise")
-    assert lines[2] == "  less_reliable: t1 / k"
+    # Each blocking row with its k/n on both sides.
+    assert lines[2] == "  less_reliable: t1 / k: passed 2/2 -> 1/2"
     assert lines[3] == (
         "Held-out split: held_out_gain_within_noise | tuning -50.0 pp (1 cases) | "
         "held out +50.0 pp (1 cases)"
@@ -247,7 +253,9 @@ def test_terminal_lines_full() -> None:
     assert lines[4] == "Harness leakage: 1 hit in 1 file, 1 from held-out cases"
     assert lines[5] == "  harness/prompt|x.md:2 input of h1"
     assert "required and not shown" in lines[6]
-    assert lines[7] == "Cost gate (cost_usd): current/baseline 0.217, limit 1 — pass"
+    assert lines[7] == (
+        "Cost gate (cost_usd): current/baseline 0.217, limit 1 — pass (over 4 attempt pairs)"
+    )
     assert lines[-1] == "Report: out/index.html"
 
 
@@ -260,7 +268,7 @@ def test_terminal_headline_and_incomplete_lines() -> None:
     lines = terminal_lines(report_for(base, cur), None)
     assert lines[0] == (
         "match accuracy: 0.625 -> 0.8125 | Checks that lost passes or coverage: 0 | "
-        "Improved: 0 | Unchanged: 1"
+        "Improved: 0 | Added: 1 | Unchanged: 1"
     )
     assert any("baseline run did not finish (status started)" in line for line in lines)
     assert any("1 check appear only in the current run" in line for line in lines)

@@ -21,7 +21,7 @@ import zstandard
 
 from evalarc.canonical import sha256_file, sha256_text
 from evalarc.errors import InputError
-from evalarc.formats import inspect as inspect_reader
+from evalarc.formats import jsonstream
 from evalarc.formats.archive import SafeArchive, unsafe_member_name
 from evalarc.formats.inspect import passed_of, read_inspect, top_level_member_types
 from evalarc.formats.load import load_results
@@ -233,6 +233,12 @@ def test_every_corpus_log_loads_as_inspect(corpus: Path) -> None:
     logs = corpus_logs(corpus)
     assert len(logs) == 20
     for path in logs:
+        if path.name == POPULARITY_BASELINE:
+            # Run without scoring: nothing in it can be assessed, so it is refused (never a
+            # baseline that every current run "passes" against).
+            with pytest.raises(InputError, match="nothing in it could be assessed"):
+                load_results(path)
+            continue
         run = load_results(path)
         assert run.format == "inspect"
         assert run.source == source_of(path)
@@ -414,12 +420,15 @@ def test_flaky_errors_are_unassessed_not_failures(corpus: Path) -> None:
     assert (baseline.headline.value, current.headline.value) == (0.625, 0.75)
 
 
-def test_realworld_unscored_baseline_keeps_its_cases(corpus: Path) -> None:
-    baseline = load(corpus, f"realworld/{POPULARITY_BASELINE}")
+def test_realworld_unscored_baseline_is_refused(corpus: Path) -> None:
+    # Before: read as 10 cases without checks, so a diff against it passed on zero evidence.
+    unscored = corpus / "inspect" / "realworld" / POPULARITY_BASELINE
+    with pytest.raises(InputError, match="nothing in it could be assessed"):
+        load(corpus, f"realworld/{POPULARITY_BASELINE}")
+    with pytest.raises(InputError) as caught:
+        load_results(unscored)
+    assert str(caught.value).startswith(str(unscored))
     current = load(corpus, f"realworld/{POPULARITY_CURRENT}")
-    assert sorted(baseline.cases, key=int) == [str(n) for n in range(1, 11)]
-    assert all(checks == {} for checks in baseline.cases.values())
-    assert baseline.headline is None
     failing = sorted(case for case, ok in outcomes(current).items() if ok != [True])
     assert failing == [("3", "match"), ("7", "match")]
     assert len(outcomes(current)) == 10
@@ -768,7 +777,7 @@ def test_json_window_gives_the_same_run_at_any_chunk_size(
     )
     assert '"version": 1.25e+300' in numbers.read_text()
     expected = [read(path) for path in [*paths, numbers]]
-    monkeypatch.setattr(inspect_reader, "_TEXT_CHUNK", chunk)
+    monkeypatch.setattr(jsonstream, "TEXT_CHUNK", chunk)
     assert [read(path) for path in [*paths, numbers]] == expected
     assert [a.value for c in expected[-1].cases.values() for a in c["match"]] == [
         1.5e10,

@@ -514,7 +514,8 @@ def test_rows_of_an_unknown_shape_are_refused_not_skipped(
     with pytest.raises(InputError) as caught:
         load_results(path)
     message = str(caught.value)
-    assert message.startswith("odd.xml: ") and shown in message
+    # The whole path as given (load_results names it for every reader).
+    assert message.startswith(f"{path}: ") and shown in message
     assert "nothing in the file was assessed" in message
 
 

@@ -36,7 +36,7 @@ def _passing_rows(run: Run) -> int:
 
 
 def _promptfoo_files(corpus: Path) -> list[Path]:
-    return sorted((corpus / "promptfoo").rglob("*.json"))
+    return sorted(p for p in (corpus / "promptfoo").rglob("*.json") if p.name != "truth.json")
 
 
 # --- every corpus file -------------------------------------------------------------------
@@ -72,8 +72,14 @@ def test_every_corpus_file_reads_one_attempt_per_row(corpus: Path) -> None:
             rows_of_case = len(run.samples[case])
             for attempts in checks.values():
                 assert 1 <= len(attempts) <= rows_of_case, (path.name, case)
-        # Every attempt carries the digest of the output its row graded.
-        digests = {sha256_text(row["response"]["output"]) for row in rows}
+        # Every attempt carries the digest of the output its row graded (a provider error
+        # graded no output: its attempts carry none).
+        digests = {
+            sha256_text(row["response"]["output"])
+            if "output" in (row.get("response") or {})
+            else None
+            for row in rows
+        }
         seen = {a.output_sha256 for c in run.cases.values() for x in c.values() for a in x}
         assert seen == digests, path.name
 
@@ -203,13 +209,13 @@ def test_sample_export_two_providers(corpus: Path) -> None:
     assert run.headline is not None and run.headline.value == 0.0
     assert len(run.cases) == 4
     for case in run.cases:
-        # No description: the vars JSON names the test; two providers and two prompt indexes
-        # each add a suffix.
-        assert re.fullmatch(r'\{"riddle": ".+"\} · openai:gpt-5(-mini)? · prompt [01]', case), case
+        # No description: the vars JSON names the test; two providers add a suffix. The two
+        # promptIdx values are one prompt (the same label) in two provider columns: no suffix.
+        assert re.fullmatch(r'\{"riddle": ".+"\} · openai:gpt-5(-mini)?', case), case
     assert _passing_rows(run) == 0
     echo_mini = (
         '{"riddle": "I speak without a mouth and hear without ears. I have no body, but I come '
-        'alive with wind. What am I?"} · openai:gpt-5-mini · prompt 1'
+        'alive with wind. What am I?"} · openai:gpt-5-mini'
     )
     assert _verdicts(run, echo_mini) == {
         "cost": [True],
@@ -309,17 +315,38 @@ def test_attempts_follow_file_order_not_test_index(tmp_path: Path) -> None:
     assert run.cases["d"]["success"][0].evidence == "ok"
 
 
-def test_provider_errors_are_unassessed(tmp_path: Path) -> None:
+def test_provider_errors_are_unassessed_on_the_declared_checks(tmp_path: Path) -> None:
+    declared = [{"type": "contains", "value": "x"}, {"type": "equals", "value": 1, "metric": "m"}]
+    components = [
+        {"pass": True, "assertion": declared[0]},
+        {"pass": False, "assertion": declared[1]},
+    ]
     rows = [
-        _row(failureReason=2, error="rate limited", testCase={"description": "a"}),
+        # A provider error whose test declares two assertions: unassessed on both, evidence the
+        # error text; no "provider error" check appears.
+        _row(
+            failureReason=2, error="rate limited", testCase={"description": "a", "assert": declared}
+        ),
         _row(error="socket hang up", gradingResult=None, testCase={"description": "b"}),
         _row(error="assertion failed", success=False, testCase={"description": "c"}),
+        # The same test once graded, once errored: the error is unassessed on the graded names.
+        _row(
+            testCase={"description": "d", "assert": declared},
+            gradingResult={"pass": False, "componentResults": components},
+        ),
+        _row(failureReason=2, error="timeout", testCase={"description": "d", "assert": declared}),
     ]
     run = _read(_write(tmp_path, rows))
-    assert run.cases["a"]["provider error"][0].passed is None
-    assert run.cases["a"]["provider error"][0].evidence == "rate limited"
-    assert run.cases["b"]["provider error"][0].evidence == "socket hang up"
+    assert set(run.cases["a"]) == {"contains: x", "m"}
+    for attempts in run.cases["a"].values():
+        assert [(a.passed, a.evidence) for a in attempts] == [(None, "rate limited")]
+    assert _verdicts(run, "b") == {"success": [None]}
+    assert run.cases["b"]["success"][0].evidence == "socket hang up"
     assert _verdicts(run, "c") == {"success": [False]}
+    assert _verdicts(run, "d") == {"contains: x": [True, None], "m": [False, None]}
+    assert run.cases["d"]["m"][1].evidence == "timeout"
+    assert all("provider error" not in checks for checks in run.cases.values())
+    assert run.samples["a"][0].verdicts == {"contains: x": None, "m": None}
 
 
 def test_component_names_metric_type_value_and_duplicates(tmp_path: Path) -> None:
@@ -420,13 +447,28 @@ HOSTILE: list[tuple[str, bytes, str]] = [
     ("noresults.json", b'{"results": {"stats": {}}}', "expected results.results[]"),
     ("notlist.json", b'{"results": {"results": {"0": {}}}}', "expected results.results[]"),
     ("array.json", b"[1, 2]", "expected results.results[]"),
-    ("row.json", b'{"results": {"results": [{}, 3]}}', "results.results[1] is not an object"),
+    (
+        "row.json",
+        b'{"results": {"results": [{"success": true}, 3]}}',
+        "results.results[1] is not an object",
+    ),
+    ("shape.json", b'{"results": {"results": [{}]}}', "results.results[0] is a row of an unknown"),
+    (
+        "verdictless.json",
+        b'{"results": {"results": [{"success": null}, {"gradingResult": {}}]}}',
+        "nothing in it could be assessed",
+    ),
     ("nan.json", b'{"results": {"results": [], "stats": {"successes": NaN}}}', "is not JSON"),
     ("inf.json", b'{"results": {"results": [{"cost": 1e999}]}}', "is not JSON"),
     ("dup.json", b'{"results": {"results": []}, "results": {"results": []}}', "duplicate key"),
     ("truncated.json", b'{"results": {"results": [{"success": tru', "is not JSON"),
     ("utf8.json", b'{"results": {"results": [{"vars": {"a": "\xff"}}]}}', "is not JSON"),
-    ("deep.json", b"[" * 200_000 + b"]" * 200_000, "is not JSON"),
+    ("deep.json", b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
+    (
+        "deeprow.json",
+        b'{"results": {"results": [' + b"[" * 200_000 + b"]" * 200_000 + b"]}}",
+        "nested too deeply",
+    ),
 ]
 
 
@@ -439,13 +481,15 @@ def test_hostile_json_is_refused_with_one_line_naming_the_file(
     with pytest.raises(InputError) as caught:
         _read(path)
     message = str(caught.value)
-    assert message.startswith(name)
+    # The whole path as given, not the base name: two files of one name stay apart.
+    assert message.startswith(str(path))
     assert fragment in message
     assert "\n" not in message and len(message) < 400
 
 
 def test_empty_results_list_has_no_scored_cases(tmp_path: Path) -> None:
     path = _write(tmp_path, [], name="empty.json")
-    assert _read(path).cases == {}
-    with pytest.raises(InputError, match=r"empty\.json contains no scored cases"):
+    with pytest.raises(InputError, match=r"empty\.json: nothing in it could be assessed"):
+        _read(path)
+    with pytest.raises(InputError, match=r"empty\.json: nothing in it could be assessed"):
         load_results(path)

@@ -204,7 +204,7 @@ def test_junit_pair_gate_and_markdown_append(cli: Cli, corpus: Path, tmp_path: P
     assert text.startswith("# earlier step\n")
     assert "### EvalArc:" in text
     lines = result.stdout.splitlines()
-    assert "  regressed: tests.test_calc::test_sub_negative / passed" in lines
+    assert "  regressed: tests.test_calc::test_sub_negative / passed: passed 1/1 -> 0/1" in lines
 
 
 def test_same_file_twice_passes(cli: Cli, corpus: Path) -> None:

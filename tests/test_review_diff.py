@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from evalarc.errors import IncomparableError, UsageError
+from evalarc.errors import IncomparableError, InputError, UsageError
 from evalarc.formats.model import Attempt, Headline, Material, Run, SampleMeta, Source
 from evalarc.review.diff import (
     BLOCKING_KINDS,
@@ -64,6 +64,8 @@ def make_run(
 def diff_one(base: list[Attempt] | None, cur: list[Attempt] | None) -> dict[str, Any]:
     base_cases = {"c": {"k": base}} if base is not None else {"other": {"k": attempts("C")}}
     cur_cases = {"c": {"k": cur}} if cur is not None else {"other": {"k": attempts("C")}}
+    # An unchanged assessed case on both sides: a side with nothing assessed is refused.
+    base_cases["anchor"] = cur_cases["anchor"] = {"k": attempts("C")}
     return compute_diff(
         make_run(base_cases, name="b.json"),
         make_run(cur_cases, name="c.json"),
@@ -278,6 +280,7 @@ def test_key_order_counts_and_sorting() -> None:
         "current_incomplete",
         "gate_passed",
         "changes",
+        "groups",
         "interpretation",
         "sampling_noise_note",
         "usage",
@@ -339,12 +342,13 @@ def test_less_covered_counted_only_when_present() -> None:
     assert report["counts"]["less_covered"] == 1
 
 
-def test_check_pass_rate_without_assessed_attempts() -> None:
-    run = make_run({"a": {"k": attempts(None)}})
-    report = compute_diff(run, run, DiffOptions(), created_at=CREATED)
-    rate = report["current"]["check_pass_rate"]
-    assert rate["value"] is None and rate["interval_95"] is None
-    assert report["counts"]["unchanged"] == 1 and report["changes"] == []
+def test_a_side_with_nothing_assessed_is_refused_never_passed() -> None:
+    # Before: two runs with only unassessed attempts gave 0 blocking changes and a passing gate.
+    run = make_run({"a": {"k": attempts(None)}}, name="empty.json")
+    assessed = make_run({"a": {"k": attempts("C")}}, name="fine.json")
+    for base, cur in ((run, run), (assessed, run), (run, assessed)):
+        with pytest.raises(InputError, match=r"empty\.json: nothing in it could be assessed"):
+            compute_diff(base, cur, DiffOptions(), created_at=CREATED)
 
 
 def test_incomplete_current_fails_gate_without_changes() -> None:

@@ -43,7 +43,7 @@ def test_means_over_matched_cases_only() -> None:
     assert usage["matched_cases"] == 1
     assert list(usage["metrics"]) == ["cost_usd", "total_tokens"]
     cost = usage["metrics"]["cost_usd"]
-    assert list(cost) == ["baseline", "current", "ratio", "complete"]
+    assert list(cost) == ["baseline", "current", "ratio", "complete", "paired"]
     assert cost["baseline"] == {"attempts": 2, "reported": 2, "total": 0.1, "mean": 0.05}
     assert cost["current"] == {"attempts": 2, "reported": 2, "total": 0.02, "mean": 0.01}
     assert cost["ratio"] == pytest.approx(0.2)
@@ -83,15 +83,29 @@ def test_cost_gate_auto_prefers_cost_then_tokens() -> None:
         [{"cost_usd": 0.046, "total_tokens": 2000}], [{"cost_usd": 0.010, "total_tokens": 2600}]
     )
     gate = cost_gate(usage, "auto", 1.0)
-    assert list(gate) == ["metric", "max_ratio", "baseline_mean", "current_mean", "ratio", "passed"]
+    assert list(gate) == [
+        "metric",
+        "max_ratio",
+        "baseline_mean",
+        "current_mean",
+        "ratio",
+        "compared_attempts",
+        "attempts_without_usage",
+        "passed",
+    ]
     assert gate["metric"] == "cost_usd"
     assert gate["ratio"] == pytest.approx(0.010 / 0.046)
     assert gate["passed"] is True
-    # cost incomplete -> tokens
+    # cost recorded for one attempt pair only: still cost, over that pair, the gap counted
     usage = _usage(
         [{"cost_usd": 0.046, "total_tokens": 2000}, {"total_tokens": 2000}],
         [{"cost_usd": 0.010, "total_tokens": 2600}, {"total_tokens": 2600}],
     )
+    gate = cost_gate(usage, "auto", 1.2)
+    assert gate["metric"] == "cost_usd" and gate["compared_attempts"] == 1
+    assert gate["attempts_without_usage"] == {"baseline": 1, "current": 1}
+    # no cost in any pair -> tokens
+    usage = _usage([{"total_tokens": 2000}] * 2, [{"cost_usd": 0.01, "total_tokens": 2600}] * 2)
     gate = cost_gate(usage, "auto", 1.2)
     assert gate["metric"] == "total_tokens"
     assert gate["ratio"] == 1.3 and gate["passed"] is False
@@ -106,7 +120,7 @@ def test_cost_gate_ratio_equal_to_limit_passes() -> None:
 
 def test_cost_gate_errors() -> None:
     durations = _usage([{"duration_seconds": 2.0}], [{"duration_seconds": 3.0}])
-    with pytest.raises(UsageError, match="neither run records cost or total tokens"):
+    with pytest.raises(UsageError, match="no attempt records cost or total tokens in both"):
         cost_gate(durations, "auto", 1.0)
     with pytest.raises(UsageError, match="pass --cost-metric duration"):
         cost_gate(durations, "auto", 1.0)
@@ -117,14 +131,29 @@ def test_cost_gate_errors() -> None:
     zero = _usage([{"cost_usd": 0.0}], [{"cost_usd": 0.0}])
     with pytest.raises(UsageError, match="cannot be assessed"):
         cost_gate(zero, "cost", 1.0)
-    partial = _usage([{"cost_usd": 1.0}, {}], [{"cost_usd": 1.0}, {"cost_usd": 1.0}])
-    with pytest.raises(UsageError, match="every attempt"):
-        cost_gate(partial, "cost", 1.0)
+    one_sided = _usage([{}, {}], [{"cost_usd": 1.0}, {"cost_usd": 1.0}])
+    with pytest.raises(UsageError, match="no attempt records cost_usd in both runs"):
+        cost_gate(one_sided, "cost", 1.0)
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(UsageError, match="positive number"):
             cost_gate(durations, "duration", bad)
     with pytest.raises(UsageError, match="cost-metric"):
         cost_gate(durations, "euros", 1.0)
+
+
+def test_cost_gate_compares_attempts_with_usage_on_both_sides_and_counts_the_gap() -> None:
+    # Before: one baseline attempt without usage (an errored sample) refused the whole diff.
+    partial = _usage(
+        [{"cost_usd": 1.0}, {}, {"cost_usd": 2.0}],
+        [{"cost_usd": 1.5}, {"cost_usd": 9.0}, {}],
+    )
+    gate = cost_gate(partial, "cost", 1.6)
+    # Only the first position recorded cost on both sides: 1.5 / 1.0.
+    assert gate["compared_attempts"] == 1
+    assert gate["ratio"] == pytest.approx(1.5)
+    assert gate["attempts_without_usage"] == {"baseline": 1, "current": 1}
+    assert gate["passed"] is True
+    assert cost_gate(partial, "auto", 1.4)["passed"] is False
 
 
 def test_no_matched_attempts_cannot_be_gated() -> None:

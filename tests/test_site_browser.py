@@ -222,6 +222,69 @@ def test_index_links_open_every_report(site: Path, browser: Any) -> None:
     opened.close()
 
 
+# --------------------------------------------------------------------------- case views
+
+
+def test_case_view_shows_both_sides_and_the_first_divergence(site: Path, browser: Any) -> None:
+    path = site / "reports" / "inspect-diff" / "index.html"
+    opened = open_page(browser, path)
+    page = opened.page
+    page.locator("#changed-checks button.case-open", has_text="refund-duplicate").first.click()
+    page.wait_for_selector("html[data-case-open='refund-duplicate']")
+    view = page.locator("#case-view")
+    assert view.is_visible()
+    sides = page.eval_on_selector_all("#case-view .case-side-title",
+                                      "nodes => nodes.map(node => node.textContent)")
+    assert sides == ["baseline · baseline.eval", "current · current.eval"]
+    texts = page.eval_on_selector_all(
+        "#case-view .case-cell", "cells => cells.map(cell => cell.textContent)")
+    assert any("refund:1003:rejected" in text for text in texts[0::2])  # baseline column
+    assert any("refund:1003:approved" in text for text in texts[1::2])  # current column
+    assert page.locator("#case-view dd.diverge").count() == 2  # marked on both sides
+    assert "case=refund-duplicate" in page.url
+    # The hash reopens the same view; requests stay inside the bundle's case-views folder.
+    page.reload()
+    page.wait_for_selector("html[data-case-open='refund-duplicate']")
+    chunks = (path.parent / "case-views").as_uri() + "/"
+    assert all(url == path.as_uri() or url.startswith(chunks) for url in opened.requests)
+    page.locator("#case-view button.case-close").click()
+    assert not view.is_visible() and "case=" not in page.url
+    # Any case is reachable through the search box, changed or not.
+    page.locator("input.case-find").fill("address")
+    page.locator(".case-matches button.case-open", has_text="address-change").click()
+    page.wait_for_selector("html[data-case-open='address-change']")
+    assert opened.problems == []
+    opened.close()
+
+
+def test_kind_and_cause_filters_are_exact_and_kept_in_the_hash(
+    site: Path, browser: Any
+) -> None:
+    path = site / "reports" / "inspect-diff" / "index.html"
+    opened = open_page(browser, path)
+    page = opened.page
+    page.locator("#kind-filter").select_option("regressed")
+    kinds = [row[0] for row in body_rows(page, "#changed-checks")]
+    assert kinds == ["✗ regressed", "✗ regressed"]  # not "less reliable", not "improved"
+    assert "kind=regressed" in page.url
+    page.locator("#kind-filter").select_option("")
+    page.locator("#cause-filter").select_option("#2")
+    assert [row[7] for row in body_rows(page, "#changed-checks")] == ["#2"]
+    linked = page.url
+    opened.close()
+    again = open_page(browser, path)
+    again.page.goto(linked)
+    again.page.wait_for_selector("html[data-evalarc-ready]")
+    assert again.page.locator("#cause-filter").input_value() == "#2"
+    assert len(body_rows(again.page, "#changed-checks")) == 1
+    # A cluster's "Show these rows" sets the same filter.
+    again.page.locator("#cause-filter").select_option("")
+    again.page.locator("li.cluster", has_text="#1").locator("button.cluster-show").click()
+    assert [row[7] for row in body_rows(again.page, "#changed-checks")] == ["#1", "#1"]
+    assert again.problems == []
+    again.close()
+
+
 # --------------------------------------------------------------------------- 20,000 cases
 
 
@@ -254,18 +317,27 @@ def test_twenty_thousand_case_diff_is_small_and_usable(big_page: Path, browser: 
     assert status.text_content() == "Rows 1–100 of 20000 (page 1 of 200)"
     assert len(body_rows(page, "#changed-checks")) == 100
     # A row that only the data island holds is found, sorted to the top and rendered.
-    page.get_by_label("Filter rows").fill("t19999")
+    page.get_by_label("Filter rows").first.fill("t19999")
     rows = body_rows(page, "#changed-checks")
     assert count.text_content() == "1 of 20000 rows"
     assert rows == [["✓ improved", "tickets::t19999", "passed", "0/1", "1/1",
-                     "failure: expected queue-17, got queue-25"]]
-    page.get_by_label("Filter rows").fill("")
+                     "failure: expected queue-17, got queue-25", "—", ""]]
+    # Its case view opens from the island row, both sides side by side, within 300 ms.
+    page.locator("#changed-checks button.case-open", has_text="tickets::t19999").click()
+    page.wait_for_selector("html[data-case-open='tickets::t19999']")
+    heads = page.eval_on_selector_all("#case-view .case-section h4",
+                                      "nodes => nodes.map(node => node.textContent)")
+    assert heads[:4] == ["Attempt 1", "Attempt 1", "Attempt 1 · failure", "Attempt 1 · failure"]
+    opened_ms = page.evaluate(
+        "performance.getEntriesByName('evalarc-case-open')[0].startTime")
+    assert opened_ms > 0
+    page.get_by_label("Filter rows").first.fill("")
     page.locator("#changed-checks th button.sort", has_text="Case").click()
     page.locator("#changed-checks th button.sort", has_text="Case").click()
     assert body_rows(page, "#changed-checks")[0][1] == "tickets::t19999"
-    page.locator(".pager button", has_text="Next").click()
+    page.locator(".pager button", has_text="Next").first.click()
     assert status.text_content() == "Rows 101–200 of 20000 (page 2 of 200)"
-    assert page.locator(".pager button", has_text="Previous").is_enabled()
+    assert page.locator(".pager button", has_text="Previous").first.is_enabled()
     assert opened.problems == []
     opened.close()
 

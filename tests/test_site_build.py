@@ -30,6 +30,7 @@ from evalarc.site.build import (
     SITE_SCHEMA,
     build_site,
 )
+from evalarc.site.case_page import CHUNK_DIR, CHUNK_NAME
 from evalarc.site.check import check_html, check_site
 from evalarc.site.diff_page import table_island
 from evalarc.site.serve import SiteServer
@@ -173,11 +174,16 @@ def test_each_bundle_is_a_byte_copy_with_a_sha256_manifest(reports: Path, site: 
             for path in source.rglob("*")
             if path.is_file()
         }
-        assert originals == on_disk  # every input, recording and param file travels along
+        rendered = {name for name in on_disk if name.startswith(f"{CHUNK_DIR}/")}
+        assert all(CHUNK_NAME.fullmatch(name) for name in rendered)
+        # Every input, recording and param file travels along; beside them only case views.
+        assert originals == on_disk - rendered
         for name, record in recorded["files"].items():
             data = (bundle / name).read_bytes()
             assert record == {"sha256": sha256_bytes(data), "bytes": len(data)}
-            if name != "index.html":
+            if name in rendered:
+                assert name == f"{CHUNK_DIR}/{sha256_bytes(data)}.js"  # content-addressed
+            elif name != "index.html":
                 assert data == (source / name).read_bytes(), name
         # The bundled folder still verifies on its own.
         assert verify_report_folder(bundle)["kind"] == recorded["kind"]

@@ -84,6 +84,26 @@ def hostile_inspect_log(source: Path, dest: Path) -> None:
         sample["output"]["completion"] = payload
         for choice in sample["output"].get("choices", []):
             choice["message"]["content"] = payload
+        # Case views show input, target, transcript (tool calls and results) and tracebacks.
+        sample["input"] = payload
+        sample["target"] = payload
+        sample["metadata"] = {payload: payload}
+        sample["messages"] = [
+            {"role": "user", "content": payload, "source": "input"},
+            {"role": "assistant", "content": payload,
+             "tool_calls": [{"id": "t1", "function": payload, "arguments": {"q": payload}}]},
+            {"role": "tool", "content": payload, "function": payload, "tool_call_id": "t1"},
+            {"role": "assistant", "content": [{"type": "text", "text": payload}]},
+        ]
+        sample["events"] = [
+            {"event": "tool", "function": payload, "arguments": {"q": payload},
+             "result": payload, "error": {"message": payload}},
+            {"event": "model", "model": payload, "error": payload, "output": {}},
+        ]
+        for score in sample["scores"].values():
+            score["metadata"] = {"why": payload}
+        if number == 3:
+            sample["error"] = {"message": payload, "traceback": f"Traceback\n  {payload}"}
     for group in log["results"]["scores"]:
         group["name"] = rename_check[group["name"]]
         group["scorer"] = rename_check[group["scorer"]]
@@ -94,6 +114,42 @@ def hostile_inspect_log(source: Path, dest: Path) -> None:
         for sample in reduction["samples"]:
             sample["sample_id"] = rename_id[str(sample["sample_id"])]
     dest.write_text(json.dumps(log), encoding="utf-8")
+
+
+def hostile_promptfoo(source: Path, dest: Path) -> None:
+    document = json.loads(source.read_text(encoding="utf-8"))
+    for number, row in enumerate(document["results"]["results"]):
+        payload = PAYLOADS[number % len(PAYLOADS)]
+        row["prompt"]["raw"] = payload
+        row["prompt"]["label"] = payload
+        row["vars"] = row["testCase"]["vars"] = {**row["testCase"]["vars"], "note": payload}
+        row["response"]["output"] = payload
+        row["response"]["error"] = payload
+        row["error"] = payload
+        for component in row["gradingResult"].get("componentResults") or []:
+            component["reason"] = payload
+            component["assertion"]["value"] = payload
+    dest.write_text(json.dumps(document), encoding="utf-8")
+
+
+def hostile_junit(dest: Path, failing: bool) -> None:
+    from xml.sax.saxutils import escape, quoteattr
+
+    cases = []
+    for number, payload in enumerate(PAYLOADS):
+        body = (
+            f"<failure type={quoteattr(payload)} message={quoteattr(payload)}>"
+            f"{escape(payload)}</failure>" if failing else ""
+        )
+        cases.append(
+            f"<testcase classname=\"hostile\" name=\"case-{number}\">{body}"
+            f"<system-out>{escape(payload)}</system-out><system-err>{escape(payload)}"
+            "</system-err></testcase>"
+        )
+    dest.write_text(
+        "<?xml version=\"1.0\"?><testsuite name=\"hostile\">" + "".join(cases) + "</testsuite>",
+        encoding="utf-8",
+    )
 
 
 HOSTILE_CANDIDATE = (
@@ -142,6 +198,15 @@ def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         name=lambda index: f"{PAYLOADS[index % len(PAYLOADS)]}-{index:04d}",
     )
     evalarc("diff", *inputs, "--output", reports / "island-diff")
+    promptfoo = ROOT / "recordings" / "examples" / "results-diff" / "promptfoo"
+    hostile_promptfoo(promptfoo / "baseline.json", work / "pf-baseline.json")
+    hostile_promptfoo(promptfoo / "current.json", work / "pf-current.json")
+    evalarc("diff", work / "pf-baseline.json", work / "pf-current.json",
+            "--output", reports / "promptfoo-diff")
+    hostile_junit(work / "ju-baseline.xml", failing=False)
+    hostile_junit(work / "ju-current.xml", failing=True)
+    evalarc("diff", work / "ju-baseline.xml", work / "ju-current.xml",
+            "--output", reports / "junit-diff")
     candidate = work / "candidate"
     evalarc("init", candidate, "--task", "durable-kv", ok=(0,))
     (candidate / "main.py").write_text(HOSTILE_CANDIDATE, encoding="utf-8")
@@ -176,11 +241,39 @@ def test_the_corpus_reaches_every_page_kind(hostile_site: Path) -> None:
     island = (hostile_site / "reports/island-diff/index.html").read_text()
     # Rows past the HTML rows (case 1109 among them) ride in the island.
     assert "tickets::\\u2028\\u003c/SCRIPT \\u003e\\u003cscript\\u003ewindow.__xss=9" in island
-    assert "-1109" not in island[: island.index('id="changed-checks-more"')]
+    table = island[island.index('<table id="changed-checks"') :]
+    assert "-1109" not in table[: table.index('id="changed-checks-more"')]
     assert "{{ 7*7 }}{% raw %}\\u003c!--" in island
     health = (hostile_site / "reports/health/index.html").read_text()
     assert "{{ 7*7 }}{% raw %}&lt;!--" in health  # template syntax is shown, not evaluated
     assert ">49<" not in island + health
+
+
+def test_case_view_chunks_carry_every_hostile_field_as_escaped_data(hostile_site: Path) -> None:
+    from evalarc.site.case_page import parse_chunk
+
+    texts: dict[str, str] = {}
+    for kind in ("inspect-diff", "promptfoo-diff", "junit-diff"):
+        chunks = sorted((hostile_site / "reports" / kind / "case-views").glob("*.js"))
+        assert chunks, kind
+        joined = []
+        for chunk in chunks:
+            data = chunk.read_bytes()
+            assert b"<" not in data and b">" not in data  # escaped as \u003c / \u003e
+            cases = parse_chunk(data)
+            assert cases is not None
+            joined.append(json.dumps(cases, ensure_ascii=False))
+        texts[kind] = "".join(joined)
+    # Outputs, explanations, tool arguments and results, tracebacks, input and target (Inspect).
+    for label in ('"output"', '"explanation"', "tool call · ", "tool result · ", '"traceback"',
+                  '"target"', "tool event · ", '"metadata"'):
+        assert label in texts["inspect-diff"], label
+    assert "window.__xss=1</script>" in texts["inspect-diff"]
+    for label in ('"prompt"', '"vars"', '"output"', '"reason"', '"provider error"'):
+        assert label in texts["promptfoo-diff"], label
+    for label in ('"system-out"', '"system-err"', '"stack trace"', '"message"', '"type"'):
+        assert label in texts["junit-diff"], label
+    assert "window.__xss=9</script>" in texts["junit-diff"]
 
 
 def test_the_page_checker_finds_nothing_active(hostile_site: Path) -> None:
@@ -220,6 +313,16 @@ def exercise(browser: Any, page_path: Path) -> tuple[list[str], list[str]]:
         nxt.click()
     page.mouse.move(200, 300)
     page.mouse.move(400, 500)
+    # Open case views: their evidence comes from chunk files and is laid out by the script.
+    for button in page.locator("button.case-open").all()[:4]:
+        button.click()
+        page.wait_for_selector("html[data-case-open]")
+    finder = page.locator("input.case-find")
+    if finder.count():
+        finder.fill("xss")
+        for button in page.locator(".case-matches button.case-open").all()[:2]:
+            button.click()
+            page.wait_for_selector("html[data-case-open]")
     if page.evaluate("typeof window.__xss") != "undefined":
         problems.append("window.__xss was set")
     active = page.evaluate("document.querySelectorAll('[onerror],[onload],[onclick],"
@@ -235,8 +338,13 @@ def test_nothing_runs_in_chromium(hostile_site: Path, browser: Any) -> None:
     for page_path in checked:
         problems, requests = exercise(browser, page_path)
         assert problems == [], (page_path, problems)
-        assert requests == [page_path.as_uri()], (page_path, requests)
-    assert len(checked) == 8  # index, doc, 6 report pages
+        # The page itself, then only its own bundle's case-view chunks.
+        chunks = (page_path.parent / "case-views").as_uri() + "/"
+        assert requests[0] == page_path.as_uri(), (page_path, requests)
+        assert all(url.startswith(chunks) for url in requests[1:]), (page_path, requests)
+        if page_path.parent.name in ("inspect-diff", "promptfoo-diff", "junit-diff"):
+            assert len(requests) > 1, page_path  # case views were opened
+    assert len(checked) == 10  # index, doc, 8 report pages
 
 
 def test_island_rows_show_payloads_as_text(hostile_site: Path, browser: Any) -> None:

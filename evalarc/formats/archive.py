@@ -74,7 +74,7 @@ class SafeArchive:
         member_cap: int = MEMBER_CAP,
         total_cap: int = TOTAL_CAP,
     ) -> None:
-        self.name = path.name
+        self.name = str(path)
         self.label = label
         self.member_cap = member_cap
         self.total_cap = total_cap

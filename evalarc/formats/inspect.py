@@ -16,17 +16,25 @@ check; counting it against the checks it hid is what the corpus and users expect
 
 from __future__ import annotations
 
-import codecs
 import json
 import math
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
+
+import msgspec
 
 from evalarc.canonical import sha256_text
 from evalarc.errors import InputError
 from evalarc.formats.archive import SafeArchive, show_name
+from evalarc.formats.jsonstream import (
+    MAX_VALUE_CONTAINERS,
+    CapExceeded,
+    JsonSyntaxError,
+    TextWindow,
+    array_items,
+    object_members,
+)
 from evalarc.formats.model import (
     Attempt,
     Graders,
@@ -75,7 +83,7 @@ def read_inspect(path: Path, source: Source, threshold: float) -> Run:
     Raises InputError naming the file for anything malformed, for an archive that is unsafe to
     expand, and for a repeated (sample id, epoch) pair.
     """
-    builder = _RunBuilder(path.name, threshold)
+    builder = _RunBuilder(str(path), threshold)
     with path.open("rb") as handle:
         is_archive = handle.read(4) == b"PK\x03\x04"
     if is_archive or path.suffix == ".eval":
@@ -90,7 +98,7 @@ def read_inspect(path: Path, source: Source, threshold: float) -> Run:
 
 def _read_archive(path: Path, on_sample: Callable[[object], None]) -> JSONObject:
     """Feed every ``samples/*.json`` member (sorted by name) to ``on_sample``; return the header."""
-    name = path.name
+    name = str(path)
     with SafeArchive(path, label="Inspect log") as archive:
         if "header.json" not in archive:
             raise InputError(f"{name} has no header.json; the run may be incomplete")
@@ -105,93 +113,58 @@ def _read_archive(path: Path, on_sample: Callable[[object], None]) -> JSONObject
         if not members:
             raise InputError(f"{name}: {_NO_SAMPLES}")
         for member in members:
-            on_sample(_parse_member(archive, member))
+            on_sample(_parse_member(archive, member, sample=True))
     return {key: value for key, value in header.items() if key in _HEADER_KEYS}
 
 
-def _parse_member(archive: SafeArchive, member: str) -> object:
+class _SampleFields(msgspec.Struct):
+    """The only fields of a sample EvalArc reads; the rest (messages, events, attachments: most
+    of the bytes) are skipped by the decoder without being built."""
+
+    id: Any = None
+    epoch: Any = None
+    scores: Any = None
+    error: Any = None
+    output: Any = None
+    input: Any = None
+    target: Any = None
+    model_usage: Any = None
+    working_time: Any = None
+    total_time: Any = None
+    limit: Any = None
+
+
+_SAMPLE_FIELDS = _SampleFields.__struct_fields__
+_SAMPLE_DECODER = msgspec.json.Decoder(_SampleFields)
+_ANY_DECODER = msgspec.json.Decoder()
+
+
+def _parse_member(archive: SafeArchive, member: str, sample: bool = False) -> object:
+    """One member parsed with msgspec (a sample: only the fields EvalArc reads); what msgspec
+    refuses but Inspect may write (NaN, integers beyond 64 bits, a sample that is not an
+    object) is parsed again with ``json``."""
     data = archive.read(member)
+    # Each object or array takes at least two bytes, so only a member that large can pass the cap.
+    if len(data) > 2 * MAX_VALUE_CONTAINERS and (
+        data.count(b"{") + data.count(b"[") > MAX_VALUE_CONTAINERS
+    ):
+        raise InputError(
+            f"{archive.name}: member {show_name(member)} holds more than "
+            f"{MAX_VALUE_CONTAINERS:,} JSON objects and arrays (the cap on one sample)"
+        )
+    try:
+        if sample:
+            fields = _SAMPLE_DECODER.decode(data)
+            return {name: getattr(fields, name) for name in _SAMPLE_FIELDS}
+        return _ANY_DECODER.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        pass
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as error:
         raise InputError(
             f"{archive.name}: member {show_name(member)} is not JSON: {error}"
         ) from None
-
-
-_SPACE = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
-_TEXT_CHUNK = 4 * 1024 * 1024
-"""Bytes read from a JSON log at a time; a value larger than this makes the window grow."""
-_NUMBER_TAIL = 2
-"""Characters a cut number can leave unparsed: the ``.``, ``e`` or ``e+`` of ``1.``/``1e+5``."""
-
-
-class _JsonSyntaxError(ValueError):
-    """A JSON log is malformed at ``offset`` (characters from the start of the file)."""
-
-    def __init__(self, what: str, offset: int) -> None:
-        super().__init__(f"{what} at character {offset}")
-
-
-class _TextWindow:
-    """A sliding window of decoded text over a JSON file: values are parsed from it with the C
-    decoder, and text already consumed is dropped, so memory follows the largest single value
-    (one sample) rather than the file."""
-
-    def __init__(self, handle: BinaryIO) -> None:
-        self._handle = handle
-        self._decoder = codecs.getincrementaldecoder("utf-8-sig")()
-        self.text = ""
-        self.position = 0
-        self._dropped = 0
-        self.at_end = False
-
-    def offset(self) -> int:
-        return self._dropped + self.position
-
-    def _grow(self, at_least: int = 0) -> None:
-        data = self._handle.read(max(_TEXT_CHUNK, at_least))
-        decoded = self._decoder.decode(data, final=not data)
-        if not data:
-            self.at_end = True
-        if self.position > len(self.text) // 2:
-            self._dropped += self.position
-            self.text = self.text[self.position :]
-            self.position = 0
-        self.text += decoded
-
-    def peek(self) -> str:
-        """The next non-space character ('' at the end of the file), leaving it unconsumed."""
-        while True:
-            match = _SPACE.match(self.text, self.position)
-            self.position = match.end() if match else self.position
-            if self.position < len(self.text) or self.at_end:
-                return self.text[self.position : self.position + 1]
-            self._grow()
-
-    def expect(self, char: str) -> None:
-        if self.peek() != char:
-            raise _JsonSyntaxError(f"expected {char!r}", self.offset())
-        self.position += 1
-
-    def value(self) -> Any:
-        """Parse the next JSON value, reading more of the file while it is incomplete."""
-        self.peek()
-        while True:
-            try:
-                value, end = _DECODER.raw_decode(self.text, self.position)
-            except json.JSONDecodeError as error:
-                if self.at_end:
-                    raise _JsonSyntaxError(error.msg, self._dropped + error.pos) from None
-                self._grow(len(self.text) - self.position)
-                continue
-            # "1.5e" | "10": a number cut by the window parses as a shorter number followed by
-            # up to two stray characters, so a value ending that close to the edge is re-read.
-            if end + _NUMBER_TAIL < len(self.text) or self.at_end:
-                self.position = end
-                return value
-            self._grow()
 
 
 def _read_json_log(path: Path, on_sample: Callable[[object], None]) -> JSONObject:
@@ -201,25 +174,27 @@ def _read_json_log(path: Path, on_sample: Callable[[object], None]) -> JSONObjec
     NaN and Infinity are accepted here because Inspect writes them in metrics; the builder turns
     every non-finite number it keeps into null.
     """
-    name = path.name
+    name = str(path)
     try:
         with path.open("rb") as handle:
-            return _walk_log_object(_TextWindow(handle), name, on_sample)
+            return _walk_log_object(TextWindow(handle), name, on_sample)
+    except CapExceeded as error:
+        raise InputError(f"{name}: {error}") from None
     except (ValueError, RecursionError) as error:  # includes UnicodeDecodeError
         raise InputError(f"{name} is not JSON: {error}") from None
 
 
 def _walk_log_object(
-    window: _TextWindow, name: str, on_sample: Callable[[object], None]
+    window: TextWindow, name: str, on_sample: Callable[[object], None]
 ) -> JSONObject:
     if window.peek() != "{":
         window.value()  # raises "not JSON" for anything that is not a JSON value
         if window.peek():
-            raise _JsonSyntaxError("extra data", window.offset())
+            raise JsonSyntaxError("extra data", window.offset())
         raise InputError(f"{name}: Inspect log must be a JSON object")
     header: JSONObject = {}
     sample_count = -1
-    for key in _object_members(window):
+    for key in object_members(window):
         if key == "samples" and window.peek() == "[":
             sample_count = _walk_samples(window, on_sample)
         else:
@@ -228,7 +203,7 @@ def _walk_log_object(
                 header[key] = value
             del value
     if window.peek():
-        raise _JsonSyntaxError("extra data after the log object", window.offset())
+        raise JsonSyntaxError("extra data after the log object", window.offset())
     if sample_count < 0 or not isinstance(header.get("eval"), dict):
         raise InputError(f"{name} {_NOT_INSPECT}")
     if sample_count == 0:
@@ -236,62 +211,39 @@ def _walk_log_object(
     return header
 
 
-def _object_members(window: _TextWindow) -> Iterator[str]:
-    """Yield each key of the object at the window, leaving the window at the key's value; the
-    caller consumes the value before asking for the next key. Duplicate keys are refused."""
-    window.expect("{")
-    if window.peek() == "}":
-        window.position += 1
-        return
-    seen: set[str] = set()
-    while True:
-        if window.peek() != '"':
-            raise _JsonSyntaxError("expected a property name", window.offset())
-        key = window.value()
-        if key in seen:
-            raise _JsonSyntaxError(f"duplicate key {show_name(key)}", window.offset())
-        seen.add(key)
-        window.expect(":")
-        yield key
-        if window.peek() == ",":
-            window.position += 1
-            continue
-        window.expect("}")
-        return
-
-
 def top_level_member_types(path: Path) -> Iterator[tuple[str, type]]:
-    """Yield (key, type of its value) for each member of the JSON object in ``path``, keeping no
-    value: format detection can stop at the first deciding key instead of parsing a large log
-    whole. Yields nothing for valid JSON that is not an object; raises InputError naming the
-    file when the text read so far is not JSON (NaN is accepted, as Inspect writes it)."""
+    """Yield (key, type of its value) for each member of the JSON object in ``path``, judging the
+    type from the value's first character and keeping no value: format detection can stop at the
+    first deciding key instead of parsing a large log whole. Yields nothing for valid JSON that is
+    not an object; raises InputError naming the file when the text read so far is not JSON (NaN
+    is accepted, as Inspect writes it)."""
     with path.open("rb") as handle:
-        window = _TextWindow(handle)
+        window = TextWindow(handle)
         try:
             if window.peek() != "{":
                 window.value()
                 return
-            for key in _object_members(window):
-                yield key, type(window.value())
+            for key in object_members(window):
+                kind = window.kind()
+                if kind is dict or kind is list:
+                    yield key, kind
+                    # Down to the rows of promptfoo's results.results[], one value at a time.
+                    window.skip(1, walk_depth=3)
+                else:
+                    yield key, type(window.value())
+        except CapExceeded as error:
+            raise InputError(f"{path}: {error}") from None
         except (ValueError, RecursionError) as error:
-            raise InputError(f"{path.name} is not JSON: {error}") from None
+            raise InputError(f"{path} is not JSON: {error}") from None
 
 
-def _walk_samples(window: _TextWindow, on_sample: Callable[[object], None]) -> int:
+def _walk_samples(window: TextWindow, on_sample: Callable[[object], None]) -> int:
     """Parse the samples array (the window is at its ``[``) one element at a time."""
-    window.position += 1
-    if window.peek() == "]":
-        window.position += 1
-        return 0
     count = 0
-    while True:
+    for _ in array_items(window):
         on_sample(window.value())
         count += 1
-        if window.peek() == ",":
-            window.position += 1
-            continue
-        window.expect("]")
-        return count
+    return count
 
 
 # -- the run builder ----------------------------------------------------------------------------
@@ -347,6 +299,12 @@ class _RunBuilder:
         elif isinstance(scores, dict):
             for scorer, score in scores.items():
                 self._add_score(checks, meta, scorer, score)
+        else:
+            # An unknown shape is refused, never skipped: skipping it could hide a failure.
+            raise InputError(
+                f"{self.name}: sample {show_name(case_id)} has scores of an unknown shape "
+                f"({type(scores).__name__}, expected an object of scorer results)"
+            )
         self.samples.setdefault(case_id, []).append(meta)
         self._add_material(case_id, sample)
 
@@ -428,6 +386,16 @@ class _RunBuilder:
     def finish(self, header: JSONObject, source: Source) -> Run:
         """The run, once every sample has been added; ``header`` holds eval/results/status."""
         self._spread_unscored()
+        if not any(
+            attempt.passed is not None
+            for checks in self.cases.values()
+            for attempts in checks.values()
+            for attempt in attempts
+        ):
+            raise InputError(
+                f"{self.name}: nothing in it could be assessed (no sample has a score that "
+                "passes or fails); a log without scores cannot be compared"
+            )
         eval_spec = header.get("eval")
         if not isinstance(eval_spec, dict):
             raise InputError(f"{self.name} {_NOT_INSPECT}")

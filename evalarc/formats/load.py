@@ -41,20 +41,24 @@ def detect_format(path: Path, head: bytes) -> str:
     for key, kind in top_level_member_types(path):
         if key == "eval" and kind is dict:
             return "inspect"
+        if key == "results" and kind is dict and not saw_schema:
+            # Inspect writes `eval` before `results` (also with sorted keys); an EvalArc
+            # evaluation starts with schema_version. Deciding here spares a walk of every row.
+            return "promptfoo"
         saw_results = saw_results or (key == "results" and kind is dict)
         saw_schema = saw_schema or (key == "schema_version" and kind is str)
     if saw_schema and is_evaluation(_parse_json_file(path)):
         return "evaluation"
     if saw_results:
         return "promptfoo"
-    raise InputError(f"cannot detect the format of {path.name}; pass --format")
+    raise InputError(f"cannot detect the format of {path}; pass --format")
 
 
 def _parse_json_file(path: Path) -> object:
     try:
         return strict_loads(path.read_bytes())
     except (ValueError, UnicodeDecodeError) as error:
-        raise InputError(f"{path.name} is not JSON: {error}") from None
+        raise InputError(f"{path} is not JSON: {error}") from None
 
 
 def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Run:
@@ -77,7 +81,7 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
         raise InputError(f"{path} is not a regular file")
     size = path.stat().st_size
     if size > MAX_RESULT_BYTES:
-        raise InputError(f"{path.name} exceeds {MAX_RESULT_BYTES} bytes")
+        raise InputError(f"{path} exceeds {MAX_RESULT_BYTES} bytes")
     digest, longest_runs = _digest_and_runs(path)
     source = Source(name=path.name, sha256=digest)
     with path.open("rb") as handle:
@@ -85,11 +89,35 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
     marker = _value_marker(path, head, format)
     if marker is not None and longest_runs[marker] > MAX_VALUE_BYTES:
         raise InputError(
-            f"{path.name} holds a value longer than {MAX_VALUE_BYTES} bytes "
+            f"{path} holds a value longer than {MAX_VALUE_BYTES} bytes "
             "(one string, number or tag that large is refused)"
         )
     chosen = detect_format(path, head) if format == "auto" else format
+    try:
+        run = _read(path, source, threshold, chosen)
+    except InputError as error:
+        raise _with_whole_path(error, path) from None
+    if not run.cases:
+        raise InputError(f"{path} contains no scored cases")
+    longest = max(run.cases, key=len)
+    if len(longest) > MAX_CASE_ID_CHARS:
+        raise InputError(
+            f"{path}: case id {show_name(longest)} is longer than {MAX_CASE_ID_CHARS} characters"
+        )
+    return run
 
+
+def _with_whole_path(error: InputError, path: Path) -> InputError:
+    """A reader's refusal that names the file by its base name, renamed to the path as given,
+    so ``a/results.json`` and ``b/results.json`` are told apart."""
+    message = error.message
+    whole = str(path)
+    if whole != path.name and message.startswith(path.name) and not message.startswith(whole):
+        return InputError(whole + message[len(path.name) :])
+    return error
+
+
+def _read(path: Path, source: Source, threshold: float, chosen: str) -> Run:
     if chosen == "inspect":
         from evalarc.formats.inspect import read_inspect
 
@@ -104,14 +132,6 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
         from evalarc.formats.junit import read_junit
 
         run = read_junit(path, source, threshold)
-    if not run.cases:
-        raise InputError(f"{path.name} contains no scored cases")
-    longest = max(run.cases, key=len)
-    if len(longest) > MAX_CASE_ID_CHARS:
-        raise InputError(
-            f"{path.name}: case id {show_name(longest)} is longer than {MAX_CASE_ID_CHARS} "
-            "characters"
-        )
     return run
 
 

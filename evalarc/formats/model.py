@@ -110,6 +110,17 @@ class Material:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class MatrixKey:
+    """What identifies a promptfoo case whatever else its matrix holds: the test (description,
+    else vars, else index), its vars as JSON, the provider and the prompt label."""
+
+    test: str
+    vars: str
+    provider: str
+    prompt: str
+
+
 @dataclass(slots=True)
 class Graders:
     subject_models: list[str] = field(default_factory=list)
@@ -139,6 +150,9 @@ class Run:
     """case id -> one SampleMeta per attempt row, in order."""
     generate_config: dict[str, Any] = field(default_factory=dict)
     graders: Graders = field(default_factory=Graders)
+    matrix: dict[str, MatrixKey] = field(default_factory=dict)
+    """promptfoo: case id -> its matrix key, so two files are paired on test, provider and
+    prompt (ids are recomputed over both files; see ``formats.promptfoo.align_matrix``)."""
 
     def with_source(self, source: Source) -> Run:
         """The same run under another recorded source (used when verifying renamed copies)."""

@@ -11,17 +11,26 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from evalarc.canonical import is_finite_number, sha256_text, strict_loads
+from evalarc.canonical import (
+    _parse_float,
+    _reject_constant,
+    _reject_duplicates,
+    is_finite_number,
+    sha256_text,
+)
 from evalarc.errors import InputError
+from evalarc.formats.jsonstream import CapExceeded, TextWindow, array_items, object_members
 from evalarc.formats.model import (
     Attempt,
     Graders,
     Headline,
     Material,
+    MatrixKey,
     Run,
     SampleMeta,
     Source,
@@ -60,80 +69,244 @@ MATERIAL_TEXT_CHARS = 4096
 _ERROR_DETAIL_CHARS = 200
 
 
-def read_promptfoo(path: Path, source: Source, threshold: float) -> Run:
-    """Read the promptfoo output file at ``path`` into a Run.
+MAX_ROWS = 200_000
+"""A file with more result rows is refused: every row is kept as an attempt (about 1 KB each), so
+the cap bounds memory and work. A real promptfoo run of 92,000 rows is 150 MB of JSON."""
 
-    Raises InputError naming the file when it is not strict JSON (NaN, duplicate keys,
-    truncation) or lacks ``results.results[]``.
+_ROW_MARKERS = ("success", "gradingResult", "error", "failureReason")
+"""A result row carries at least one of these; a row with none is of an unknown shape."""
+
+_STRICT_DECODER = json.JSONDecoder(
+    parse_constant=_reject_constant,
+    parse_float=_parse_float,
+    object_pairs_hook=_reject_duplicates,
+)
+"""Strict JSON inside every value: NaN, overflowing floats and duplicate keys are refused."""
+
+
+def read_promptfoo(path: Path, source: Source, threshold: float) -> Run:
+    """Read the promptfoo output file at ``path`` into a Run, one result row at a time.
+
+    Raises InputError naming the file (as given) when it is not strict JSON (NaN, duplicate
+    keys, truncation), lacks ``results.results[]``, passes a cap, holds a row of an unknown
+    shape, or carries no verdict at all.
     """
+    name = str(path)
+    builder = _RunBuilder(name, threshold)
     try:
-        document = strict_loads(path.read_bytes())
-    except (ValueError, RecursionError) as error:
-        detail = str(error)[:_ERROR_DETAIL_CHARS] or type(error).__name__
-        raise InputError(f"{path.name} is not JSON: {detail}") from None
-    except OSError as error:
-        raise InputError(f"{path.name} cannot be read: {error.strerror or error}") from None
-    try:
-        return build_promptfoo_run(document, source, threshold)
+        with path.open("rb") as handle:
+            header = _walk_document(TextWindow(handle, _STRICT_DECODER), name, builder.add_row)
+    except CapExceeded as error:
+        raise InputError(f"{name}: {error}") from None
     except RecursionError:
-        raise InputError(f"{path.name} is nested too deeply to read") from None
+        raise InputError(f"{name} is nested too deeply to read") from None
+    except ValueError as error:  # includes UnicodeDecodeError and JsonSyntaxError
+        detail = str(error)[:_ERROR_DETAIL_CHARS] or type(error).__name__
+        raise InputError(f"{name} is not JSON: {detail}") from None
+    except OSError as error:
+        raise InputError(f"{name} cannot be read: {error.strerror or error}") from None
+    return builder.finish(header, source)
 
 
 def build_promptfoo_run(document: object, source: Source, threshold: float) -> Run:
     """Turn an already parsed promptfoo document into a Run (pure; no file access)."""
-    rows = _result_rows(document, source.name)
-    labels = case_labels(rows)
-    cases: dict[str, dict[str, list[Attempt]]] = {}
-    samples: dict[str, list[SampleMeta]] = {}
-    material: dict[str, dict[Material, None]] = {}  # insertion-ordered sets
-    for row, label in zip(rows, labels, strict=True):
-        meta = row_sample(row)
-        checks = cases.setdefault(label, {})
-        for check in row_checks(row):
-            attempt = Attempt(
-                passed=check.passed,
-                value=check.value,
-                evidence=check.evidence,
-                output_sha256=meta.output_sha256,
-            )
-            checks.setdefault(check.name, []).append(attempt)
-            meta.verdicts[check.name] = check.passed
-        samples.setdefault(label, []).append(meta)
-        known = material.setdefault(label, {})
-        for item in row_material(row):
-            known[item] = None
-
-    results = _as_dict(_as_dict(document).get("results"))
-    config = _as_dict(_as_dict(document).get("config"))
-    description = config.get("description")
-    identity: dict[str, Any] = {
-        "description": description if isinstance(description, str) else None,
-        "providers": sorted({provider_name(row.get("provider")) for row in rows}),
-        "version": results.get("version"),
-    }
-    return Run(
-        format="promptfoo",
-        source=source,
-        threshold=threshold,
-        cases=cases,
-        identity=identity,
-        headline=pass_rate_headline(results.get("stats")),
-        incomplete=False,
-        material={label: list(items) for label, items in material.items() if items},
-        samples=samples,
-        graders=promptfoo_graders(rows),
-    )
-
-
-def _result_rows(document: object, name: str) -> list[dict[str, Any]]:
+    name = source.name
     results = _as_dict(document).get("results")
     rows = results.get("results") if isinstance(results, dict) else None
     if not isinstance(rows, list):
         raise InputError(f"{name} is not a promptfoo output: expected results.results[]")
+    builder = _RunBuilder(name, threshold)
     for index, row in enumerate(rows):
+        builder.add_row(index, row)
+    results = _as_dict(results)
+    header = _Header(
+        stats=results.get("stats"),
+        version=results.get("version"),
+        description=_as_dict(_as_dict(document).get("config")).get("description"),
+    )
+    return builder.finish(header, source)
+
+
+# --- the document walk -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Header:
+    """The few fields outside the rows that EvalArc uses."""
+
+    stats: object = None
+    version: object = None
+    description: object = None
+
+
+def _walk_document(window: TextWindow, name: str, on_row: Callable[[int, object], None]) -> _Header:
+    """Walk the top-level object, handing each ``results.results[]`` row to ``on_row`` as soon
+    as it is parsed; everything else is skipped except the header fields."""
+    header = _Header()
+    saw_rows = False
+    if window.kind() is not dict:
+        window.skip()
+        window.finish()
+        raise InputError(f"{name} is not a promptfoo output: expected results.results[]")
+    for key in object_members(window):
+        if key == "results" and window.kind() is dict:
+            for inner in object_members(window):
+                if inner == "results" and window.kind() is list:
+                    saw_rows = True
+                    for index in array_items(window):
+                        on_row(index, window.value())
+                elif inner in ("stats", "version"):
+                    setattr(header, inner, window.value())
+                else:
+                    window.skip(2)
+        elif key == "config" and window.kind() is dict:
+            for inner in object_members(window):
+                if inner == "description":
+                    header.description = window.value()
+                else:
+                    window.skip(2)
+        else:
+            window.skip(1)
+    window.finish()
+    if not saw_rows:
+        raise InputError(f"{name} is not a promptfoo output: expected results.results[]")
+    return header
+
+
+# --- rows and the run --------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Row:
+    """What EvalArc keeps of one result row once it is parsed."""
+
+    key: MatrixKey
+    checks: list[RowCheck] | None
+    """None for a provider error (its checks are the ones the test declares)."""
+    error: str | None
+    declared: list[str]
+    meta: SampleMeta
+    material: list[Material]
+
+
+class _RunBuilder:
+    """Accumulates rows one at a time (pure of I/O); :meth:`finish` names the cases."""
+
+    def __init__(self, name: str, threshold: float) -> None:
+        self.name = name
+        self.threshold = threshold
+        self.rows: list[_Row] = []
+        self.graders = _GraderTally()
+        self._names: dict[str, str] = {}
+
+    def _intern(self, text: str) -> str:
+        return self._names.setdefault(text, text)
+
+    def add_row(self, index: int, row: object) -> None:
+        if index >= MAX_ROWS:
+            raise InputError(
+                f"{self.name} has more than {MAX_ROWS:,} result rows (the cap on one file)"
+            )
         if not isinstance(row, dict):
-            raise InputError(f"{name}: results.results[{index}] is not an object")
-    return rows
+            raise InputError(f"{self.name}: results.results[{index}] is not an object")
+        if not any(marker in row for marker in _ROW_MARKERS):
+            raise InputError(
+                f"{self.name}: results.results[{index}] is a row of an unknown shape (none of "
+                f"{', '.join(_ROW_MARKERS)}); rows are never skipped"
+            )
+        self.graders.add(row)
+        variables = _row_vars(row)
+        key = MatrixKey(
+            test=self._intern(_base_label(row, index, variables)),
+            vars=self._intern(_vars_json(variables)),
+            provider=self._intern(provider_name(row.get("provider"))),
+            prompt=self._intern(prompt_label(row)),
+        )
+        error = _is_provider_error(row)
+        checks = None if error else row_checks(row)
+        self.rows.append(
+            _Row(
+                key=key,
+                checks=checks,
+                error=cut_evidence(row.get("error")) if error else None,
+                declared=[self._intern(name) for name in declared_checks(row)] if error else [],
+                meta=row_sample(row),
+                material=row_material(row),
+            )
+        )
+
+    def finish(self, header: _Header, source: Source) -> Run:
+        ids = matrix_ids(row.key for row in self.rows)
+        known: dict[str, dict[str, None]] = {}
+        for row in self.rows:
+            if row.checks is not None:
+                names = known.setdefault(ids[row.key], {})
+                for check in row.checks:
+                    names[self._intern(check.name)] = None
+        cases: dict[str, dict[str, list[Attempt]]] = {}
+        samples: dict[str, list[SampleMeta]] = {}
+        material: dict[str, dict[Material, None]] = {}  # insertion-ordered sets
+        assessed = False
+        for row in self.rows:
+            label = ids[row.key]
+            meta = row.meta
+            checks = cases.setdefault(label, {})
+            if row.checks is None:
+                # A provider error: unassessed on every check the test declares (as the other
+                # attempts of this case name them), with the error text as evidence.
+                declared = list(known.get(label) or row.declared or [SUCCESS_CHECK])
+                attempt = Attempt(passed=None, evidence=row.error, output_sha256=None)
+                for name in declared:
+                    checks.setdefault(name, []).append(attempt)
+                    meta.verdicts[name] = None
+            else:
+                for check in row.checks:
+                    name = self._intern(check.name)
+                    checks.setdefault(name, []).append(
+                        Attempt(
+                            passed=check.passed,
+                            value=check.value,
+                            evidence=check.evidence,
+                            output_sha256=meta.output_sha256,
+                        )
+                    )
+                    meta.verdicts[name] = check.passed
+                    assessed = assessed or check.passed is not None
+            samples.setdefault(label, []).append(meta)
+            known_material = material.setdefault(label, {})
+            for item in row.material:
+                known_material[item] = None
+        if not assessed:
+            raise InputError(
+                f"{self.name}: nothing in it could be assessed (no result row carries a pass or "
+                "fail verdict)"
+            )
+        description = header.description
+        identity: dict[str, Any] = {
+            "description": description if isinstance(description, str) else None,
+            "providers": sorted({row.key.provider for row in self.rows}),
+            "version": _plain_scalar(header.version),
+        }
+        return Run(
+            format="promptfoo",
+            source=source,
+            threshold=self.threshold,
+            cases=cases,
+            identity=identity,
+            headline=pass_rate_headline(header.stats),
+            incomplete=False,
+            material={label: list(items) for label, items in material.items() if items},
+            samples=samples,
+            graders=self.graders.result(),
+            matrix={ids[row.key]: row.key for row in self.rows},
+        )
+
+
+def _plain_scalar(value: object) -> object:
+    """The version as written when it is a string or a finite number, else None."""
+    if isinstance(value, str):
+        return value
+    return _finite(value)
 
 
 # --- case labels -------------------------------------------------------------------------
@@ -149,6 +322,21 @@ def provider_name(provider: object) -> str:
             if isinstance(value, str) and value:
                 return value
     return "provider"
+
+
+def prompt_label(row: dict[str, Any]) -> str:
+    """How a row names its prompt: its label (promptfoo defaults it to the raw text), else its
+    id, else its index. The index is never preferred: it shifts when another prompt or provider
+    is added to the matrix."""
+    prompt = _as_dict(row.get("prompt"))
+    for key in ("label", "id"):
+        value = prompt.get(key)
+        if isinstance(value, str) and value:
+            return _short_value(value)
+    index = row.get("promptIdx")
+    if isinstance(index, int) and not isinstance(index, bool):
+        return str(index)
+    return json.dumps(index, sort_keys=True, ensure_ascii=False)
 
 
 def _row_vars(row: dict[str, Any]) -> dict[str, Any]:
@@ -175,43 +363,92 @@ def _base_label(row: dict[str, Any], position: int, variables: dict[str, Any]) -
     return f"test {position}"
 
 
-def _prompt_key(row: dict[str, Any]) -> str:
-    index = row.get("promptIdx")
-    if isinstance(index, int) and not isinstance(index, bool):
-        return str(index)
-    return json.dumps(index, sort_keys=True, ensure_ascii=False)
+def matrix_ids(keys: Iterable[MatrixKey]) -> dict[MatrixKey, str]:
+    """One case id per (test, vars, provider, prompt), so that repeats of one test share it.
+
+    The description (else the vars as JSON, else ``test <testIdx>``) names the test; the vars
+    are appended when one description covers several distinct vars; `` · provider`` and
+    `` · prompt <label>`` are appended when the keys hold more than one of them. ``evalarc diff``
+    calls this over the keys of BOTH files, so a test keeps its id whatever else either matrix
+    holds; one file alone keeps the ids of a single-provider, single-prompt run unsuffixed.
+    """
+    unique = list(dict.fromkeys(keys))
+    vars_per_test: dict[str, set[str]] = defaultdict(set)
+    for key in unique:
+        vars_per_test[key.test].add(key.vars)
+    several_providers = len({key.provider for key in unique}) > 1
+    several_prompts = len({key.prompt for key in unique}) > 1
+    ids: dict[MatrixKey, str] = {}
+    used: set[str] = set()
+    for key in unique:
+        label = key.test
+        if len(vars_per_test[key.test]) > 1 and key.test != key.vars:
+            label = f"{label} {key.vars}"
+        if several_providers:
+            label = f"{label} · {key.provider}"
+        if several_prompts:
+            label = f"{label} · prompt {key.prompt}"
+        candidate, ordinal = label, 1
+        while candidate in used:  # two keys that print alike are never pooled
+            ordinal += 1
+            candidate = f"{label} #{ordinal}"
+        used.add(candidate)
+        ids[key] = candidate
+    return ids
 
 
 def case_labels(rows: list[dict[str, Any]]) -> list[str]:
-    """One case label per row, so that repeats of one test share a label.
+    """One case label per row (see :func:`matrix_ids`)."""
+    keys = [
+        MatrixKey(
+            test=_base_label(row, index, _row_vars(row)),
+            vars=_vars_json(_row_vars(row)),
+            provider=provider_name(row.get("provider")),
+            prompt=prompt_label(row),
+        )
+        for index, row in enumerate(rows)
+    ]
+    ids = matrix_ids(keys)
+    return [ids[key] for key in keys]
 
-    The description (else the vars as JSON, else ``test <testIdx>``) names the test; the vars
-    are appended when one description covers several distinct vars; provider and prompt index
-    are appended only when the file has more than one of them.
-    """
-    vars_texts = [_vars_json(_row_vars(row)) for row in rows]
-    bases = [_base_label(row, position, _row_vars(row)) for position, row in enumerate(rows)]
-    vars_per_base: dict[str, set[str]] = defaultdict(set)
-    for base, vars_text in zip(bases, vars_texts, strict=True):
-        vars_per_base[base].add(vars_text)
-    providers = [provider_name(row.get("provider")) for row in rows]
-    prompts = [_prompt_key(row) for row in rows]
-    several_providers = len(set(providers)) > 1
-    several_prompts = len(set(prompts)) > 1
 
-    labels: list[str] = []
-    for base, vars_text, provider, prompt in zip(
-        bases, vars_texts, providers, prompts, strict=True
-    ):
-        label = base
-        if len(vars_per_base[base]) > 1 and base != vars_text:
-            label = f"{label} {vars_text}"
-        if several_providers:
-            label = f"{label} · {provider}"
-        if several_prompts:
-            label = f"{label} · prompt {prompt}"
-        labels.append(label)
-    return labels
+def align_matrix(baseline: Run, current: Run) -> tuple[Run, Run]:
+    """Both promptfoo runs with case ids computed over the keys of both files (see
+    :func:`matrix_ids`); other runs are returned as they are. Idempotent."""
+    if not baseline.matrix or not current.matrix:
+        return baseline, current
+    ids = matrix_ids([*baseline.matrix.values(), *current.matrix.values()])
+    return _rekey(baseline, ids), _rekey(current, ids)
+
+
+def _rekey(run: Run, ids: dict[MatrixKey, str]) -> Run:
+    renamed = {old: ids[key] for old, key in run.matrix.items()}
+    if all(old == new for old, new in renamed.items()):
+        return run
+    return replace(
+        run,
+        cases={renamed[old]: checks for old, checks in run.cases.items()},
+        samples={renamed[old]: metas for old, metas in run.samples.items()},
+        material={renamed[old]: items for old, items in run.material.items()},
+        matrix={renamed[old]: key for old, key in run.matrix.items()},
+    )
+
+
+def matrix_sides(baseline: Run, current: Run) -> dict[str, Any] | None:
+    """Which providers and prompts each promptfoo run holds, and which only one side has."""
+    if not baseline.matrix or not current.matrix:
+        return None
+    result: dict[str, Any] = {}
+    for field_name in ("provider", "prompt"):
+        base = sorted({getattr(key, field_name) for key in baseline.matrix.values()})
+        cur = sorted({getattr(key, field_name) for key in current.matrix.values()})
+        result[f"{field_name}s"] = {
+            "baseline": base,
+            "current": cur,
+            "baseline_only": sorted(set(base) - set(cur)),
+            "current_only": sorted(set(cur) - set(base)),
+        }
+    return result
 
 
 # --- checks ------------------------------------------------------------------------------
@@ -279,10 +516,8 @@ def _components(row: dict[str, Any]) -> list[Any]:
 
 
 def row_checks(row: dict[str, Any]) -> list[RowCheck]:
-    """The checks one row contributes: a provider error, the row's success, or one per
-    assertion component."""
-    if _is_provider_error(row):
-        return [RowCheck(PROVIDER_ERROR_CHECK, None, evidence=cut_evidence(row.get("error")))]
+    """The checks one row that is not a provider error contributes: the row's success, or one
+    per assertion component."""
     components = _components(row)
     if not components:
         success = row.get("success")
@@ -303,6 +538,16 @@ def row_checks(row: dict[str, Any]) -> list[RowCheck]:
             )
         )
     return checks
+
+
+def declared_checks(row: dict[str, Any]) -> list[str]:
+    """The check names the test of ``row`` declares (``testCase.assert``), named as their
+    component results would be; empty when it declares none."""
+    declared = _as_dict(row.get("testCase")).get("assert")
+    if not isinstance(declared, list):
+        return []
+    names = [component_check_name({"assertion": item}) for item in declared]
+    return unique_names(names)
 
 
 # --- material, usage, outputs ------------------------------------------------------------
@@ -430,18 +675,22 @@ def _grader_name(provider: object) -> str | None:
     return None
 
 
-def promptfoo_graders(rows: list[dict[str, Any]]) -> Graders:
-    """Which providers were tested, which graded, and whether any provider graded itself."""
-    subjects: set[str] = set()
-    subject_aliases: set[str] = set()
-    graders: set[str] = set()
-    model_graded: set[str] = set()
-    for row in rows:
+@dataclass(slots=True)
+class _GraderTally:
+    """Which providers were tested, which graded, and whether any provider graded itself,
+    gathered one row at a time."""
+
+    subjects: set[str] = field(default_factory=set)
+    subject_aliases: set[str] = field(default_factory=set)
+    graders: set[str] = field(default_factory=set)
+    model_graded: set[str] = field(default_factory=set)
+
+    def add(self, row: dict[str, Any]) -> None:
         provider = row.get("provider")
-        subjects.add(provider_name(provider))
-        subject_aliases.add(provider_name(provider))
+        self.subjects.add(provider_name(provider))
+        self.subject_aliases.add(provider_name(provider))
         if isinstance(provider, dict):
-            subject_aliases.update(
+            self.subject_aliases.update(
                 value
                 for value in (provider.get("id"), provider.get("label"))
                 if isinstance(value, str) and value
@@ -449,24 +698,34 @@ def promptfoo_graders(rows: list[dict[str, Any]]) -> Graders:
         options = _as_dict(_as_dict(row.get("testCase")).get("options"))
         grader = _grader_name(options.get("provider"))
         if grader is not None:
-            graders.add(grader)
+            self.graders.add(grader)
         if _is_provider_error(row):
-            continue
+            return
         components = _components(row)
         names = unique_names([component_check_name(component) for component in components])
         for name, component in zip(names, components, strict=True):
             assertion = _as_dict(_as_dict(component).get("assertion"))
             grader = _grader_name(assertion.get("provider"))
             if grader is not None:
-                graders.add(grader)
+                self.graders.add(grader)
             if assertion.get("type") in MODEL_GRADED_TYPES:
-                model_graded.add(name)
-    return Graders(
-        subject_models=sorted(subjects),
-        grader_models=sorted(graders),
-        self_graded=sorted(graders & subject_aliases),
-        model_graded_checks=sorted(model_graded),
-    )
+                self.model_graded.add(name)
+
+    def result(self) -> Graders:
+        return Graders(
+            subject_models=sorted(self.subjects),
+            grader_models=sorted(self.graders),
+            self_graded=sorted(self.graders & self.subject_aliases),
+            model_graded_checks=sorted(self.model_graded),
+        )
+
+
+def promptfoo_graders(rows: list[dict[str, Any]]) -> Graders:
+    """Which providers were tested, which graded, and whether any provider graded itself."""
+    tally = _GraderTally()
+    for row in rows:
+        tally.add(row)
+    return tally.result()
 
 
 def _as_dict(value: object) -> dict[str, Any]:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalarc.errors import IncomparableError, UsageError
+from evalarc.errors import IncomparableError, InputError, UsageError
 from evalarc.formats.model import Attempt, Run
+from evalarc.formats.promptfoo import align_matrix, matrix_sides
+from evalarc.review.cluster import change_groups
 from evalarc.review.leakage import MIN_LEAK_CHARS, HarnessFile, scan_leakage
 from evalarc.review.split import CaseSplit, review_generalization
 from evalarc.review.stats import intervals_overlap, rounded_interval, wilson_interval
@@ -208,16 +211,35 @@ def _change_row(
     return row
 
 
+_DIGITS = re.compile(r"([0-9]+)")
+
+
+def natural_key(text: str) -> tuple[tuple[Any, ...], str]:
+    """Sort key that orders runs of digits by value (``case-2`` before ``case-10``); the text
+    itself breaks ties (``01`` and ``1``) so the order is total and stable."""
+    parts = _DIGITS.split(text)
+    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts)), text
+
+
+def natural_sorted(items: Iterable[str]) -> list[str]:
+    listed = list(items)
+    if len(listed) < 2:
+        return listed
+    if not any(_DIGITS.search(item) for item in listed):
+        return sorted(listed)  # no digits: the natural order is the plain order
+    return sorted(listed, key=natural_key)
+
+
 def compare_checks(baseline: Run, current: Run) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Pair every (case, check) of both runs; return the listed change rows (sorted by kind
-    order, case, check) and the tally of every kind plus ``unchanged``."""
+    order, then case and check in natural order) and the tally of every kind plus ``unchanged``."""
     counts = dict.fromkeys((*KIND_ORDER, "unchanged"), 0)
     rows: list[dict[str, Any]] = []
     empty: dict[str, list[Attempt]] = {}
-    for case_id in sorted(baseline.cases.keys() | current.cases.keys()):
+    for case_id in natural_sorted(baseline.cases.keys() | current.cases.keys()):
         base_checks = baseline.cases.get(case_id, empty)
         cur_checks = current.cases.get(case_id, empty)
-        for check in sorted(base_checks.keys() | cur_checks.keys()):
+        for check in natural_sorted(base_checks.keys() | cur_checks.keys()):
             base_attempts = base_checks.get(check)
             cur_attempts = cur_checks.get(check)
             base_tally = tally(base_attempts) if base_attempts is not None else None
@@ -287,6 +309,23 @@ def check_comparable(baseline: Run, current: Run) -> None:
             raise IncomparableError(f"inputs are not comparable: their {field} differs")
 
 
+def require_assessed(run: Run) -> None:
+    """Refuse a run in which nothing was assessed: a gate over zero evidence must never pass."""
+    for checks in run.cases.values():
+        for attempts in checks.values():
+            if any(attempt.passed is not None for attempt in attempts):
+                return
+    raise InputError(
+        f"{run.source.name}: nothing in it could be assessed (no check passed or failed)"
+    )
+
+
+def prepare_runs(baseline: Run, current: Run) -> tuple[Run, Run]:
+    """The two runs as :func:`compute_diff` pairs them (promptfoo ids over both matrices), for
+    writers that look cases up by the ids in the report."""
+    return align_matrix(baseline, current)
+
+
 def _counts_json(counts: dict[str, int]) -> dict[str, int]:
     """The ``counts`` object; ``less_covered`` appears only when it happened, so equal-coverage
     comparisons keep the counts object of earlier releases."""
@@ -316,6 +355,9 @@ def compute_diff(
     if options.require_generalization and split is None:
         raise UsageError("--require-generalization requires --held-out")
     check_comparable(baseline, current)
+    baseline, current = align_matrix(baseline, current)
+    for run in (baseline, current):
+        require_assessed(run)
 
     rows, counts = compare_checks(baseline, current)
     blocking = sum(1 for row in rows if row["kind"] in BLOCKING_KINDS)
@@ -343,8 +385,12 @@ def compute_diff(
     report["current_incomplete"] = current_incomplete
     report["gate_passed"] = blocking == 0 and not current_incomplete and not baseline_incomplete
     report["changes"] = rows
+    report["groups"] = change_groups(rows, baseline, current, BLOCKING_KINDS)
     report["interpretation"] = INTERPRETATION
     report["sampling_noise_note"] = SAMPLING_NOISE_NOTE
+    matrix = matrix_sides(baseline, current)
+    if matrix is not None:
+        report["matrix"] = matrix
     report["usage"] = compare_usage(baseline, current)
 
     held_out: frozenset[str] | None = None

@@ -114,7 +114,8 @@ def terminal_lines(report: dict[str, Any], output_dir: str | None) -> list[str]:
         first = f"{_terminal_safe(name)}: {_decimal(base_value)} -> {_decimal(cur_value)} | "
     lines.append(
         f"{first}Checks that lost passes or coverage: {report['blocking_changes']} | "
-        f"Improved: {counts['improved']} | Unchanged: {counts['unchanged']}"
+        f"Improved: {counts['improved']} | Added: {counts['added']} | "
+        f"Unchanged: {counts['unchanged']}"
     )
     noisy = report["blocking_changes_within_sampling_noise"]
     if noisy > 0:
@@ -126,8 +127,10 @@ def terminal_lines(report: dict[str, Any], output_dir: str | None) -> list[str]:
         if row["kind"] in BLOCKING_KINDS:
             lines.append(
                 f"  {row['kind']}: {_terminal_safe(row['case_id'])} / "
-                f"{_terminal_safe(row['check'])}"
+                f"{_terminal_safe(row['check'])}: passed {_fraction(row['baseline'])} -> "
+                f"{_fraction(row['current'])}"
             )
+    lines.extend(f"  {_terminal_safe(note)}" for note in matrix_notes(report))
     if report["current_incomplete"]:
         status = _terminal_safe(_status(report["current"]))
         lines.append(f"  The current run did not finish (status {status}); the gate fails.")
@@ -158,11 +161,46 @@ def terminal_lines(report: dict[str, Any], output_dir: str | None) -> list[str]:
     if cost is not None:
         lines.append(
             f"Cost gate ({cost['metric']}): current/baseline {cost['ratio']:.3f}, limit "
-            f"{cost['max_ratio']:g} — {'pass' if cost['passed'] else 'fail'}"
+            f"{cost['max_ratio']:g} — {'pass' if cost['passed'] else 'fail'}{_cost_gap(cost)}"
         )
     if output_dir is not None:
         lines.append(f"Report: {_terminal_safe(output_dir.rstrip('/') or '/')}/index.html")
     return lines
+
+
+def _cost_gap(cost: dict[str, Any]) -> str:
+    """`` (over N attempt pairs; M baseline and K current attempts lacked usage)`` or ''."""
+    compared = cost.get("compared_attempts")
+    missing = cost.get("attempts_without_usage")
+    if not isinstance(compared, int) or not isinstance(missing, dict):
+        return ""
+    text = f" (over {_plural(compared, 'attempt pair')}"
+    if missing.get("baseline") or missing.get("current"):
+        text += (
+            f"; {missing.get('baseline', 0)} baseline and {missing.get('current', 0)} current "
+            "attempt(s) lacked usage and were left out"
+        )
+    return text + ")"
+
+
+def matrix_notes(report: dict[str, Any]) -> list[str]:
+    """One sentence per provider or prompt that only one promptfoo run holds."""
+    matrix = report.get("matrix")
+    if not isinstance(matrix, dict):
+        return []
+    notes: list[str] = []
+    for field, word in (("providers", "provider"), ("prompts", "prompt")):
+        sides = matrix.get(field)
+        if not isinstance(sides, dict):
+            continue
+        for side in ("baseline", "current"):
+            only = sides.get(f"{side}_only") or []
+            if only:
+                names = ", ".join(str(name) for name in only)
+                label = (word if len(only) == 1 else word + "s").capitalize()
+                fate = "removed" if side == "baseline" else "added"
+                notes.append(f"{label} only in the {side} run: {names} (their cases are {fate})")
+    return notes
 
 
 def _terminal_leakage(leakage: dict[str, Any]) -> list[str]:
@@ -259,6 +297,8 @@ def _notes(report: dict[str, Any]) -> list[str]:
             f"the gate fails. {_plural(added, 'check')} appear only in the current run and "
             "would otherwise look added. Rerun the baseline to completion and compare again."
         )
+    for note in matrix_notes(report):
+        notes.append(escape_md_prose(note))
     headline = report["baseline"].get("headline")
     if isinstance(headline, dict) and headline.get("name"):
         notes.append(f"Headline metric: {md_code(headline['name'])} from the source tool.")
@@ -401,7 +441,7 @@ def _cost_section(report: dict[str, Any]) -> str | None:
         verdict = "pass" if cost["passed"] else "fail"
         blocks.append(
             f"Cost gate on {md_code(cost['metric'])}: current/baseline = {cost['ratio']:.3f} "
-            f"(limit {cost['max_ratio']:g}) — **{verdict}**"
+            f"(limit {cost['max_ratio']:g}) — **{verdict}**{escape_md_prose(_cost_gap(cost))}"
         )
     blocks.append(f"Mean per attempt over {usage['matched_cases']} matched case(s).")
     rows = [

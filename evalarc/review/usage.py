@@ -21,8 +21,9 @@ _AUTO_METRICS = ("cost_usd", "total_tokens")
 
 USAGE_SCOPE = (
     "Usage is what the source tools recorded per attempt, averaged over the cases present in "
-    "both runs. A value a tool did not record is unknown, not zero, and EvalArc applies no token "
-    "pricing of its own."
+    "both runs; the cost gate compares only attempts that recorded the metric in both runs "
+    "(paired by case and position) and counts the others. A value a tool did not record is "
+    "unknown, not zero, and EvalArc applies no token pricing of its own."
 )
 
 
@@ -48,6 +49,33 @@ def _side_usage(run: Run, case_ids: list[str]) -> dict[str, dict[str, Any]]:
     return result
 
 
+def _paired_usage(baseline: Run, current: Run, case_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Per metric, over attempts paired by case and position: how many pairs recorded it on
+    both sides, their totals, and how many attempts of each side lacked it."""
+    result: dict[str, dict[str, Any]] = {
+        metric: {
+            "pairs": 0,
+            "baseline_total": 0,
+            "current_total": 0,
+            "baseline_missing": 0,
+            "current_missing": 0,
+        }
+        for metric in USAGE_METRICS
+    }
+    for case_id in case_ids:
+        base_metas = baseline.samples.get(case_id, [])
+        cur_metas = current.samples.get(case_id, [])
+        for metric, entry in result.items():
+            entry["baseline_missing"] += sum(1 for meta in base_metas if metric not in meta.usage)
+            entry["current_missing"] += sum(1 for meta in cur_metas if metric not in meta.usage)
+            for base_meta, cur_meta in zip(base_metas, cur_metas, strict=False):
+                if metric in base_meta.usage and metric in cur_meta.usage:
+                    entry["pairs"] += 1
+                    entry["baseline_total"] += base_meta.usage[metric]
+                    entry["current_total"] += cur_meta.usage[metric]
+    return result
+
+
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     if numerator is None or denominator is None or denominator == 0:
         return None
@@ -61,6 +89,7 @@ def compare_usage(baseline: Run, current: Run) -> dict[str, Any]:
     matched = sorted(baseline.cases.keys() & current.cases.keys())
     base_side = _side_usage(baseline, matched)
     cur_side = _side_usage(current, matched)
+    paired = _paired_usage(baseline, current, matched)
     metrics: dict[str, Any] = {}
     for metric in USAGE_METRICS:
         base = base_side[metric]
@@ -72,6 +101,7 @@ def compare_usage(baseline: Run, current: Run) -> dict[str, Any]:
             "current": cur,
             "ratio": _ratio(cur["mean"], base["mean"]),
             "complete": base["reported"] == base["attempts"] and cur["reported"] == cur["attempts"],
+            "paired": paired[metric],
         }
     usage: dict[str, Any] = {"matched_cases": len(matched), "metrics": metrics}
     if "cached_input_tokens" in metrics and "input_tokens" in metrics:
@@ -86,26 +116,29 @@ def compare_usage(baseline: Run, current: Run) -> dict[str, Any]:
 
 
 def _gate_problem(usage: dict[str, Any], metric: str) -> str | None:
-    """Why ``metric`` cannot be gated, or None when it can."""
+    """Why ``metric`` cannot be gated, or None when it can: it needs at least one attempt that
+    recorded it on both sides and a non-zero baseline total over those attempts."""
     entry = usage.get("metrics", {}).get(metric)
     if entry is None:
         return f"neither run records {metric}"
-    if not entry["complete"]:
-        return f"{metric} is not recorded for every attempt of the matched cases"
-    if entry["baseline"]["attempts"] == 0 or entry["current"]["attempts"] == 0:
-        return "the runs share no attempts"
-    if not entry["baseline"]["mean"]:
-        return f"the baseline mean of {metric} is zero"
-    if entry["ratio"] is None:
+    paired = entry["paired"]
+    if paired["pairs"] == 0:
+        return f"no attempt records {metric} in both runs"
+    if not paired["baseline_total"]:
+        return f"the baseline total of {metric} over the compared attempts is zero"
+    if _ratio(paired["current_total"], paired["baseline_total"]) is None:
         return f"the {metric} ratio is undefined"
     return None
 
 
 def cost_gate(usage: dict[str, Any], metric: str, max_ratio: float) -> dict[str, Any]:
-    """Pass when current/baseline mean usage of the chosen metric is at most ``max_ratio``.
+    """Pass when current/baseline usage of the chosen metric, over the attempts that recorded it
+    on both sides (paired by case and position), is at most ``max_ratio``.
 
-    ``auto`` takes the first gateable of cost and total tokens; an explicit metric that cannot be
-    assessed is a UsageError, because a gate that silently passes would be worse than none.
+    Attempts without the metric are left out and counted (``attempts_without_usage``): one
+    errored sample without usage never refuses the whole diff. ``auto`` takes the first
+    gateable of cost and total tokens; a metric no attempt pair records is a UsageError, because
+    a gate that silently passes would be worse than none.
     """
     if isinstance(max_ratio, bool) or not math.isfinite(max_ratio) or max_ratio <= 0:
         raise UsageError("--max-cost-ratio must be a positive number")
@@ -113,8 +146,8 @@ def cost_gate(usage: dict[str, Any], metric: str, max_ratio: float) -> dict[str,
         chosen = next((name for name in _AUTO_METRICS if _gate_problem(usage, name) is None), None)
         if chosen is None:
             raise UsageError(
-                "neither run records cost or total tokens for every attempt of the matched "
-                "cases; pass --cost-metric duration to gate on recorded time"
+                "no attempt records cost or total tokens in both runs; pass --cost-metric "
+                "duration to gate on recorded time"
             )
     elif metric in _EXPLICIT_METRICS:
         chosen = _EXPLICIT_METRICS[metric]
@@ -123,13 +156,20 @@ def cost_gate(usage: dict[str, Any], metric: str, max_ratio: float) -> dict[str,
             raise UsageError(f"--cost-metric {metric} cannot be assessed: {problem}")
     else:
         raise UsageError(f"unknown --cost-metric {metric!r}; use auto, cost, tokens or duration")
-    entry = usage["metrics"][chosen]
-    ratio: float = entry["ratio"]
+    paired = usage["metrics"][chosen]["paired"]
+    pairs: int = paired["pairs"]
+    ratio = _ratio(paired["current_total"], paired["baseline_total"])
+    assert ratio is not None  # _gate_problem said so
     return {
         "metric": chosen,
         "max_ratio": max_ratio,
-        "baseline_mean": entry["baseline"]["mean"],
-        "current_mean": entry["current"]["mean"],
+        "baseline_mean": paired["baseline_total"] / pairs,
+        "current_mean": paired["current_total"] / pairs,
         "ratio": ratio,
+        "compared_attempts": pairs,
+        "attempts_without_usage": {
+            "baseline": paired["baseline_missing"],
+            "current": paired["current_missing"],
+        },
         "passed": ratio <= max_ratio,
     }

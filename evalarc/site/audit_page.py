@@ -9,14 +9,38 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalarc.review.audit import audit_status, reference_status
+from evalarc.site.record_page import RecordField, record_fields
 from evalarc.site.remove_case import RemoveCaseView, build_remove_case_view
 from evalarc.site.render import render_page
 
 EVALUATIONS_DIR = "evaluations"
+
+
+REPORT_SECTIONS: dict[str, str] = {
+    "task": "overview",
+    "language": "overview",
+    "seeds": "overview",
+    "without_cases": "verdict",
+    "valid": "verdict",
+    "reference_passed": "verdict",
+    "passed": "verdict",
+    "reference": "controls",
+    "mutants": "controls",
+    "mutation_score": "cards",
+    "killed": "cards",
+    "total": "cards",
+    "detection": "narrow",
+    "interpretation": "measures",
+    "created_at": "reproduction",
+    "evalarc_version": "reproduction",
+}
+"""Top-level keys of audit.json that a dedicated section shows -> its id; every other key is in
+the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+REPORT_FILE = "audit.json"
 
 
 @dataclass(frozen=True)
@@ -66,6 +90,8 @@ class AuditPage:
     reproduction: list[Fact]
     remove_case: RemoveCaseView
     """Which faults lose coverage without each case (recomputed by ``compute_audit``)."""
+    record: list[RecordField] = field(default_factory=list)
+    """Top-level report fields without a dedicated section."""
 
 
 def _score(value: float | None) -> str:
@@ -155,6 +181,7 @@ def build_audit_page(audit: Mapping[str, Any]) -> AuditPage:
     without = list(audit["without_cases"])
     runtime = reference["runtime"]
     return AuditPage(
+        record=record_fields(audit, REPORT_SECTIONS, REPORT_FILE),
         tone=tone,
         banner=banner,
         detail=detail,

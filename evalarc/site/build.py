@@ -30,7 +30,7 @@ import posixpath
 import re
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -98,6 +98,8 @@ class PageView:
     verdict: str
     """The page's verdict sentence, repeated on the index."""
     model: object
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Rendered files beside the page (a diff's evidence chunks), by path in the bundle."""
 
 
 PageBuilder = Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], PageView]
@@ -113,10 +115,14 @@ class PageKind:
 
 
 def _diff_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
-    from evalarc.site.diff_page import build_diff_page
+    from evalarc.site.diff_page import build_diff_page, diff_case_views
 
-    page = build_diff_page(report, html_rows=DIFF_HTML_ROWS)
-    return PageView("diff.html.j2", "Results diff", page.verdict_title, page)
+    case_views, inline = diff_case_views(folder, params, report)
+    page = build_diff_page(
+        report, html_rows=DIFF_HTML_ROWS, case_views=case_views, inline_cases=inline
+    )
+    files = case_views.files if case_views is not None else {}
+    return PageView("diff.html.j2", "Results diff", page.verdict_title, page, files)
 
 
 def _health_view(
@@ -195,6 +201,9 @@ class BundlePage:
     passed: bool
     verdict: str
     html: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Rendered files beside the page (evidence chunks), by path in the bundle; ``verify``
+    renders them again and compares them byte for byte, like the page."""
 
 
 def render_bundle(bundle: Path) -> BundlePage:
@@ -212,8 +221,14 @@ def render_bundle(bundle: Path) -> BundlePage:
     params = load_report_json(folder, PARAMS_FILE)
     report = load_report_json(folder, kind.report_file)
     view = kind.build(folder, params, report)
-    html = render_site_page(view.template, title=view.title, home=REPORT_HOME, page=view.model)
-    return BundlePage(kind_name, bool(summary["passed"]), view.verdict, html)
+    html = render_site_page(
+        view.template,
+        title=view.title,
+        home=REPORT_HOME,
+        page=view.model,
+        dynamic_scripts=bool(view.files),
+    )
+    return BundlePage(kind_name, bool(summary["passed"]), view.verdict, html, dict(view.files))
 
 
 def bundle_files(bundle: Path) -> dict[str, dict[str, Any]]:
@@ -629,6 +644,11 @@ def build_site(
             except EvalArcError as error:
                 raise InputError(f"{source.path}: {error.message}") from None
             write_text(bundle / PAGE_FILE, page.html)
+            for relative, data in sorted(page.files.items()):
+                target = bundle.joinpath(*PurePosixPath(relative).parts)
+                if target.exists():
+                    raise InputError(f"{source.path}/{relative}: a reserved file name")
+                write_bytes(target, data)
             manifest = bundle_manifest(page.kind, source.label, bundle_files(bundle))
             write_json(bundle / BUNDLE_MANIFEST, manifest)
             entries.append(IndexEntry(slug, source.label, page.kind, page.passed, page.verdict))

@@ -241,9 +241,27 @@ def check_page(page: Path, root: Path | None = None) -> list[Problem]:
     return check_html(page.read_text(encoding="utf-8"), page=page, root=root)
 
 
+def check_chunk(path: Path, root: Path) -> list[Problem]:
+    """A script file in a site must be an evidence chunk of the one fixed, data-only shape
+    (:mod:`evalarc.site.case_page`) in a bundle's ``case-views/``, named by its SHA-256."""
+    from evalarc.site.case_page import CHUNK_DIR, parse_chunk
+
+    label = path.relative_to(root).as_posix()
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if path.parent.name != CHUNK_DIR or path.name != f"{digest}.js":
+        return [Problem(label, "a script file that is not a content-addressed evidence chunk")]
+    if parse_chunk(data) is None:
+        return [Problem(label, "an evidence chunk that is not evalarcChunk(<JSON>); data only")]
+    return []
+
+
 def check_site(root: Path) -> list[Problem]:
-    """Check every ``.html`` file under ``root``, in path order."""
+    """Check every ``.html`` file under ``root``, in path order, and every ``.js`` file (only
+    evidence chunks may be scripts)."""
     problems: list[Problem] = []
     for page in sorted(root.rglob("*.html")):
         problems += check_page(page, root)
+    for script in sorted(root.rglob("*.js")):
+        problems += check_chunk(script, root)
     return problems

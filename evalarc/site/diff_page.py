@@ -7,10 +7,15 @@ out, so the model can be tested without HTML.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from evalarc.review.diff import BLOCKING_KINDS, overall_passed
+from evalarc.bundle import EvidenceFolder
+from evalarc.errors import EvalArcError
+from evalarc.evidence import read_case_evidence
+from evalarc.review.diff import BLOCKING_KINDS, KIND_ORDER, overall_passed
+from evalarc.site.case_page import CaseViews, build_case_views
+from evalarc.site.record_page import RecordField, record_fields
 from evalarc.site.render import render_page
 
 MAX_ROWS = 2000
@@ -21,7 +26,36 @@ EVIDENCE_CHARS = 400
 
 IslandCell = str | tuple[str, str]
 """A table cell bound for a JSON data island: plain text, or ``(text, style)`` where style is
-``code`` or a badge class (``badge ok``/``badge bad``)."""
+``code``, ``case`` (a case id that opens its case view) or a badge class
+(``badge ok``/``badge bad``)."""
+MEMBERS_SHOWN = 12
+"""Members listed under each cluster on the page (all of them are in diff.json)."""
+REPORT_SECTIONS: dict[str, str] = {
+    "schema_version": "inputs",
+    "created_at": "inputs",
+    "format": "inputs",
+    "baseline": "inputs",
+    "current": "inputs",
+    "counts": "cards",
+    "numeric_pass_threshold": "notes",
+    "blocking_changes": "cards",
+    "blocking_changes_within_sampling_noise": "verdict",
+    "changes_with_same_output_different_verdict": "notes",
+    "baseline_incomplete": "verdict",
+    "current_incomplete": "verdict",
+    "gate_passed": "verdict",
+    "changes": "changed-checks",
+    "groups": "causes",
+    "interpretation": "notes",
+    "sampling_noise_note": "notes",
+    "usage": "usage",
+    "generalization": "generalization",
+    "generalization_required": "verdict",
+    "generalization_passed": "verdict",
+    "leakage": "leakage",
+    "cost_gate": "usage",
+}
+"""Every top-level key of diff.json -> the id of the page section that shows it."""
 PICK_MAX_DISTINCT = 4096
 """A column with at most this many distinct cells is stored as indexes into a small table."""
 
@@ -70,11 +104,15 @@ class Card:
 class ChangeRow:
     label: str
     tone: str
+    kind: str
     case_id: str
     check: str
     baseline: str
     current: str
-    evidence: str
+    baseline_evidence: str
+    current_evidence: str
+    cause: str
+    """The row's cluster as ``#N`` (blocking rows), else empty."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +121,95 @@ class InputSide:
     name: str
     sha256: str
     identity: str
+    cases: int
+    checks: int
+    pass_rate: str
+    incomplete: bool
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    number: int
+    signature: str
+    basis: str
+    kind: str
+    count: int
+    members: list[tuple[str, str]]
+    more: int
+
+
+@dataclass(frozen=True)
+class PresenceLine:
+    text: str
+    tone: str
+
+
+@dataclass(frozen=True)
+class CaseGroup:
+    case_id: str
+    changes: int
+    kinds: str
+    causes: str
+
+
+@dataclass(frozen=True)
+class Partition:
+    name: str
+    cases: int
+    baseline: str
+    current: str
+    delta: str
+    noise: str
+    blocking: int
+
+
+@dataclass(frozen=True)
+class GeneralizationView:
+    state: str
+    explanation: str
+    split_name: str
+    description: str
+    entries: str
+    held_out_cases: str
+    partitions: list[Partition]
+    required: str
+    scope: str
+
+
+@dataclass(frozen=True)
+class LeakHit:
+    where: str
+    case_id: str
+    partition: str
+    role: str
+    text: str
+
+
+@dataclass(frozen=True)
+class LeakageView:
+    summary: str
+    files: list[tuple[str, str, str]]
+    hits: list[LeakHit]
+    scope: str
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    metric: str
+    baseline: str
+    current: str
+    ratio: str
+    complete: str
+
+
+@dataclass(frozen=True)
+class UsageView:
+    matched_cases: int
+    rows: list[UsageRow]
+    cache_share: str
+    gate: str
+    gate_tone: str
+    scope: str
 
 
 @dataclass(frozen=True)
@@ -98,9 +225,29 @@ class DiffPage:
     rows: list[ChangeRow]
     hidden_rows: int
     more_rows: dict[str, Any]
-    """The changes beyond the HTML rows as a :func:`table_island`, in the table's order."""
+    """The changes beyond the HTML rows as a :func:`table_island`, in the table's order, plus
+    ``keys`` (``kind`` and ``cause`` per row) for the exact-match filters."""
     inputs: list[InputSide]
     interpretation: str
+    kinds: list[tuple[str, int]]
+    """(kind, rows) for the kind filter, in report order, kinds that occur only."""
+    causes_line: str
+    clusters: list[ClusterView]
+    groups_note: str
+    presence: list[PresenceLine]
+    case_groups: list[CaseGroup]
+    hidden_case_groups: int
+    more_case_groups: dict[str, Any]
+    generalization: GeneralizationView | None
+    leakage: LeakageView | None
+    usage: UsageView | None
+    notes: list[str]
+    case_index: dict[str, Any] | None = None
+    """The case-view index (see :mod:`evalarc.site.case_page`), or None without case views."""
+    case_views_inline: list[Any] = field(default_factory=list)
+    """Evaluation diffs: (case id, baseline trace, current trace) rendered inline."""
+    record: list[RecordField] = field(default_factory=list)
+    """Top-level report fields without a dedicated section (none today)."""
 
 
 def _fraction(tally: dict[str, Any] | None) -> str:
@@ -111,17 +258,17 @@ def _fraction(tally: dict[str, Any] | None) -> str:
     return text + (f" ({unassessed} unassessed)" if unassessed else "")
 
 
-def _evidence(row: dict[str, Any]) -> str:
+def side_evidence(detail: object) -> str:
+    """The distinct evidence texts of one side's recorded attempts, joined; "—" when none."""
     texts: list[str] = []
-    for key in ("current_detail", "baseline_detail"):
-        for attempt in row.get(key) or []:
-            evidence = attempt.get("evidence")
-            if isinstance(evidence, str) and evidence and evidence not in texts:
-                texts.append(evidence)
-        if texts:
-            break
+    for attempt in detail if isinstance(detail, list) else []:
+        evidence = attempt.get("evidence") if isinstance(attempt, dict) else None
+        if isinstance(evidence, str) and evidence and evidence not in texts:
+            texts.append(evidence)
     joined = "; ".join(texts)
-    return joined[:EVIDENCE_CHARS] if joined else "—"
+    if len(joined) > EVIDENCE_CHARS:
+        joined = joined[:EVIDENCE_CHARS] + "…"
+    return joined or "—"
 
 
 def _headline(run: dict[str, Any]) -> tuple[str, str]:
@@ -131,8 +278,202 @@ def _headline(run: dict[str, Any]) -> tuple[str, str]:
     return f"{headline['value']:.4g}", str(headline["name"])
 
 
-def build_diff_page(report: dict[str, Any], *, html_rows: int = MAX_ROWS) -> DiffPage:
-    """The page model; ``html_rows`` changes are rendered as HTML, the rest go to the island."""
+def _rate(side: dict[str, Any]) -> str:
+    rate = side.get("pass_rate")
+    shown = "—" if rate is None else f"{rate:.1%}"
+    return f"{shown} ({side['passed']}/{side['assessed']})"
+
+
+def _number(value: object) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _generalization(report: dict[str, Any]) -> GeneralizationView | None:
+    data = report.get("generalization")
+    if not isinstance(data, dict):
+        return None
+    split = data["split"]
+    partitions = []
+    for name in ("tuning", "held_out"):
+        part = data["partitions"][name]
+        noise = "yes" if part.get("within_sampling_noise") else "no"
+        if part.get("improved_beyond_noise"):
+            noise += " (improved beyond noise)"
+        delta = part.get("delta")
+        partitions.append(
+            Partition(
+                name=name.replace("_", "-"),
+                cases=int(part["cases"]),
+                baseline=_rate(part["baseline"]),
+                current=_rate(part["current"]),
+                delta="—" if delta is None else f"{delta:+.1%}",
+                noise=noise,
+                blocking=int(part.get("blocking_changes", 0)),
+            )
+        )
+    required = ""
+    if report.get("generalization_required"):
+        shown = "shown" if report.get("generalization_passed") else "not shown"
+        required = f"Generalization was required (--require-generalization) and is {shown}."
+    held = list(split.get("held_out_cases", []))
+    return GeneralizationView(
+        state=str(data["state"]).replace("_", " "),
+        explanation=str(data.get("explanation", "")),
+        split_name=str(split["source"]["name"]),
+        description=str(split.get("description") or ""),
+        entries=", ".join(str(entry) for entry in split.get("entries", [])),
+        held_out_cases=", ".join(str(case) for case in held[:200])
+        + (f" and {len(held) - 200} more" if len(held) > 200 else ""),
+        partitions=partitions,
+        required=required,
+        scope=str(data.get("scope", "")),
+    )
+
+
+def _leakage(report: dict[str, Any]) -> LeakageView | None:
+    data = report.get("leakage")
+    if not isinstance(data, dict):
+        return None
+    hits = [
+        LeakHit(
+            where=f"{hit['file']}:{hit['line']}",
+            case_id=str(hit["case_id"]),
+            partition=str(hit.get("partition") or "—").replace("_", "-"),
+            role=str(hit["role"]),
+            text=str(hit["text"]),
+        )
+        for hit in data["hits"]
+    ]
+    files = [
+        (str(entry["path"]), str(entry["bytes"]), str(entry["sha256"]))
+        for entry in data["files_scanned"]
+    ]
+    summary = (
+        f"{len(hits)} hit(s), {data['held_out_hits']} on held-out cases, in {len(files)} "
+        f"harness file(s); {data['materials_considered']} case inputs and expected answers of "
+        f"at least {data['min_chars']} characters were looked for."
+    )
+    if data.get("truncated"):
+        summary += " The hit list was truncated."
+    return LeakageView(summary, files, hits, str(data.get("scope", "")))
+
+
+def _usage(report: dict[str, Any]) -> UsageView | None:
+    data = report.get("usage")
+    if not isinstance(data, dict):
+        return None
+    rows = []
+    for metric, entry in data["metrics"].items():
+        sides = []
+        for role in ("baseline", "current"):
+            side = entry[role]
+            sides.append(
+                f"{_number(side['mean'])} per attempt ({side['reported']}/{side['attempts']} "
+                "reported)"
+            )
+        rows.append(
+            UsageRow(
+                metric,
+                sides[0],
+                sides[1],
+                "—" if entry["ratio"] is None else f"{entry['ratio']:.3f}×",
+                "yes" if entry["complete"] else "no",
+            )
+        )
+    share = data.get("cache_read_share")
+    cache_share = ""
+    if isinstance(share, dict):
+        cache_share = (
+            f"Cached share of input tokens: baseline {_number(share.get('baseline'))}, "
+            f"current {_number(share.get('current'))}."
+        )
+    gate, tone = "No cost gate was asked for (--max-cost-ratio).", ""
+    cost = report.get("cost_gate")
+    if isinstance(cost, dict):
+        verdict = "passed" if cost["passed"] else "failed"
+        tone = "ok" if cost["passed"] else "bad"
+        gate = (
+            f"Cost gate {verdict}: {cost['metric']} ratio {cost['ratio']:.3f}× against the "
+            f"limit {cost['max_ratio']:g}× (baseline mean {_number(cost['baseline_mean'])}, "
+            f"current mean {_number(cost['current_mean'])})."
+        )
+    return UsageView(
+        int(data["matched_cases"]), rows, cache_share, gate, tone, str(data.get("scope", ""))
+    )
+
+
+def _clusters(groups: dict[str, Any]) -> tuple[list[ClusterView], dict[tuple[str, str], str]]:
+    views: list[ClusterView] = []
+    cause_of: dict[tuple[str, str], str] = {}
+    for number, cluster in enumerate(groups.get("clusters", []), start=1):
+        members = [(str(m["case_id"]), str(m["check"])) for m in cluster["members"]]
+        for member in members:
+            cause_of.setdefault(member, f"#{number}")
+        views.append(
+            ClusterView(
+                number=number,
+                signature=str(cluster["signature"]),
+                basis={"output": "output shape", "failure": "error or explanation"}.get(
+                    str(cluster["basis"]), "change kind"
+                ),
+                kind=str(cluster["kind"]).replace("_", " "),
+                count=int(cluster["count"]),
+                members=members[:MEMBERS_SHOWN],
+                more=max(0, len(members) - MEMBERS_SHOWN),
+            )
+        )
+    return views, cause_of
+
+
+def _presence(groups: dict[str, Any]) -> list[PresenceLine]:
+    lines = []
+    for item in groups.get("presence", []):
+        vanished = item["side"] == "vanished"
+        verb = "is recorded only in the baseline" if vanished else "is new in the current run"
+        kind = "removed" if vanished else "added"
+        lines.append(
+            PresenceLine(
+                f"{item['what'].capitalize()} {item['name']!r} {verb}: "
+                f"{item['rows']} {kind} row(s).",
+                "bad" if vanished else "ok",
+            )
+        )
+    return lines
+
+
+def _case_groups(rows: list[ChangeRow]) -> list[CaseGroup]:
+    by_case: dict[str, list[ChangeRow]] = {}
+    for row in rows:
+        by_case.setdefault(row.case_id, []).append(row)
+    groups = []
+    for case_id in sorted(by_case):
+        changes = by_case[case_id]
+        kinds: dict[str, int] = {}
+        for row in changes:
+            kinds[row.kind] = kinds.get(row.kind, 0) + 1
+        kind_text = ", ".join(
+            f"{count} {kind.replace('_', ' ')}"
+            for kind, count in sorted(kinds.items(), key=lambda item: KIND_ORDER.index(item[0]))
+        )
+        causes = sorted({row.cause for row in changes if row.cause}, key=lambda c: int(c[1:]))
+        groups.append(CaseGroup(case_id, len(changes), kind_text, " ".join(causes) or "—"))
+    groups.sort(key=lambda group: (-group.changes, group.case_id))
+    return groups
+
+
+def build_diff_page(
+    report: dict[str, Any],
+    *,
+    html_rows: int = MAX_ROWS,
+    case_views: CaseViews | None = None,
+    inline_cases: list[Any] | None = None,
+) -> DiffPage:
+    """The page model; ``html_rows`` changes are rendered as HTML, the rest go to the island.
+    ``case_views`` (chunked evidence) makes every case id open its case view."""
     passed = overall_passed(report)
     blocking = int(report["blocking_changes"])
     reasons: list[str] = []
@@ -155,22 +496,36 @@ def build_diff_page(report: dict[str, Any], *, html_rows: int = MAX_ROWS) -> Dif
     elif reasons == ["baseline run incomplete"]:
         next_step = "Rerun the baseline to completion and compare again."
     else:
-        next_step = "Read the blocking rows below and their evidence"
+        next_step = "Read the causes and the blocking rows below and their evidence"
         if noisy:
             verb = "is" if noisy == 1 else "are"
             next_step += f"; {noisy} {verb} within sampling noise, so record more attempts"
         next_step += "."
+    counts = report["counts"]
     base_value, base_label = _headline(report["baseline"])
     cur_value, cur_label = _headline(report["current"])
+    groups = report.get("groups") if isinstance(report.get("groups"), dict) else {}
+    assert isinstance(groups, dict)
     cards = [
         Card(base_value, f"baseline {base_label}"),
         Card(cur_value, f"current {cur_label}"),
         Card(str(blocking), "checks lost passes or coverage", alert=not report["gate_passed"]),
-        Card(str(report["counts"].get("improved", 0)), "checks improved"),
+        Card(str(counts.get("improved", 0)), "checks improved"),
+        Card(str(counts.get("added", 0)), "checks added"),
+        Card(str(counts.get("removed", 0)), "checks removed", alert=bool(counts.get("removed"))),
+        Card(
+            f"{report['baseline']['cases']} → {report['current']['cases']}",
+            "cases (baseline → current)",
+        ),
     ]
+    if groups.get("clusters"):
+        cards.append(Card(str(groups["causes"]), "causes of the blocking checks"))
+    clusters, cause_of = _clusters(groups)
     rows = []
+    kind_counts: dict[str, int] = {}
     for change in report["changes"]:
         kind = change["kind"]
+        kind_counts[kind] = kind_counts.get(kind, 0) + 1
         tone = "bad" if kind in BLOCKING_KINDS else "ok"
         label = ("✗ " if tone == "bad" else "✓ ") + kind.replace("_", " ")
         if change.get("within_sampling_noise") is True:
@@ -181,24 +536,46 @@ def build_diff_page(report: dict[str, Any], *, html_rows: int = MAX_ROWS) -> Dif
             ChangeRow(
                 label=label,
                 tone=tone,
+                kind=kind,
                 case_id=change["case_id"],
                 check=change["check"],
                 baseline=_fraction(change.get("baseline")),
                 current=_fraction(change.get("current")),
-                evidence=_evidence(change),
+                baseline_evidence=side_evidence(change.get("baseline_detail"))
+                if change.get("baseline") is not None
+                else "absent",
+                current_evidence=side_evidence(change.get("current_detail"))
+                if change.get("current") is not None
+                else "absent",
+                cause=cause_of.get((change["case_id"], change["check"]), ""),
             )
         )
+    rest = rows[html_rows:]
+    case_style = "case" if case_views is not None and not case_views.empty else "code"
     more_rows = table_island(
         [
             [
                 (row.label, f"badge {row.tone}"),
-                (row.case_id, "code"),
+                (row.case_id, case_style),
                 row.check,
                 row.baseline,
                 row.current,
-                row.evidence,
+                row.baseline_evidence,
+                row.current_evidence,
+                row.cause,
             ]
-            for row in rows[html_rows:]
+            for row in rest
+        ]
+    )
+    more_rows["keys"] = {
+        "kind": table_island([[row.kind] for row in rest])["columns"],
+        "cause": table_island([[row.cause] for row in rest])["columns"],
+    }
+    case_groups = _case_groups(rows)
+    more_case_groups = table_island(
+        [
+            [(group.case_id, case_style), str(group.changes), group.kinds, group.causes]
+            for group in case_groups[html_rows:]
         ]
     )
     inputs = [
@@ -207,8 +584,28 @@ def build_diff_page(report: dict[str, Any], *, html_rows: int = MAX_ROWS) -> Dif
             name=report[role]["source"]["name"],
             sha256=report[role]["source"]["sha256"],
             identity=json.dumps(report[role]["identity"], sort_keys=True, ensure_ascii=False),
+            cases=int(report[role]["cases"]),
+            checks=int(report[role]["checks"]),
+            pass_rate=_rate_of(report[role]["check_pass_rate"]),
+            incomplete=bool(report[role].get("incomplete")),
         )
         for role in ("baseline", "current")
+    ]
+    blocking_count = int(groups.get("blocking_checks", 0))
+    causes = int(groups.get("causes", 0))
+    causes_line = (
+        f"{blocking_count} blocking check{'s' if blocking_count != 1 else ''}: "
+        f"{causes} cause{'s' if causes != 1 else ''}"
+        if blocking_count
+        else "No blocking checks."
+    )
+    notes = [
+        f"Numeric scores pass at or above {report['numeric_pass_threshold']:g} "
+        "(numeric_pass_threshold).",
+        f"{report.get('changes_with_same_output_different_verdict', 0)} change(s) where the same "
+        "recorded output was graded both pass and fail.",
+        f"{noisy} blocking change(s) within sampling noise. "
+        + str(report.get("sampling_noise_note", "")),
     ]
     return DiffPage(
         passed=passed,
@@ -224,7 +621,121 @@ def build_diff_page(report: dict[str, Any], *, html_rows: int = MAX_ROWS) -> Dif
         more_rows=more_rows,
         inputs=inputs,
         interpretation=str(report.get("interpretation", "")),
+        kinds=[(kind, kind_counts[kind]) for kind in KIND_ORDER if kind in kind_counts],
+        causes_line=causes_line,
+        clusters=clusters,
+        groups_note=str(groups.get("note", "")),
+        presence=_presence(groups),
+        case_groups=case_groups[:html_rows],
+        hidden_case_groups=max(0, len(case_groups) - html_rows),
+        more_case_groups=more_case_groups,
+        generalization=_generalization(report),
+        leakage=_leakage(report),
+        usage=_usage(report),
+        notes=notes,
+        case_index=None if case_views is None or case_views.empty else case_views.index,
+        case_views_inline=list(inline_cases or []),
+        record=record_fields(report, REPORT_SECTIONS, "diff.json"),
     )
+
+
+def _rate_of(rate: dict[str, Any]) -> str:
+    value = rate.get("value")
+    shown = "—" if value is None else f"{value:.1%}"
+    return f"{shown} ({rate['passed']}/{rate['assessed']} {rate.get('name', '')})"
+
+
+@dataclass(frozen=True)
+class TraceSide:
+    role: str
+    file: str
+    trace: Any
+    note: str
+
+
+@dataclass(frozen=True)
+class TracePair:
+    case_id: str
+    summary: str
+    sides: list[TraceSide]
+
+
+MAX_INLINE_TRACES = 200
+"""Changed cases of an evaluation diff whose trace replays are rendered inline."""
+
+
+def diff_case_views(
+    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+) -> tuple[CaseViews | None, list[TracePair]]:
+    """The case views of a diff report folder, from its preserved inputs: evidence chunks for
+    Inspect, promptfoo and JUnit diffs; for evaluation diffs, both sides' trace replay of each
+    changed case, rendered inline."""
+    inputs = params.get("inputs")
+    if not isinstance(inputs, list) or len(inputs) != 2:
+        return None, []
+    names = [str(entry.get("file")) for entry in inputs if isinstance(entry, dict)]
+    if len(names) != 2:
+        return None, []
+    fmt = str(report.get("format"))
+    if fmt == "evaluation":
+        return None, _evaluation_traces(folder, names, report)
+    evidence = [read_case_evidence(folder.hash_file(name), fmt) for name in names]
+    case_ids = sorted(evidence[0].keys() | evidence[1].keys())
+    sources = (
+        str(report["baseline"]["source"]["name"]),
+        str(report["current"]["source"]["name"]),
+    )
+    return build_case_views(case_ids, evidence[0], evidence[1], sources), []
+
+
+def _evaluation_traces(
+    folder: EvidenceFolder, names: list[str], report: dict[str, Any]
+) -> list[TracePair]:
+    from evalarc.canonical import strict_loads
+    from evalarc.site.trace_page import build_trace
+
+    documents: list[dict[str, Any]] = []
+    for name in names:
+        try:
+            value = strict_loads(folder.read_bytes(name))
+        except (EvalArcError, ValueError, UnicodeDecodeError, RecursionError):
+            value = {}
+        documents.append(value if isinstance(value, dict) else {})
+    by_case: list[dict[str, dict[str, Any]]] = []
+    for document in documents:
+        cases: dict[str, dict[str, Any]] = {}
+        for case in document.get("cases") or []:
+            if isinstance(case, dict):
+                cases[f"{case.get('seed')}/{case.get('case_id')}"] = case
+        by_case.append(cases)
+    changed: dict[str, list[str]] = {}
+    for change in report["changes"]:
+        changed.setdefault(str(change["case_id"]), []).append(
+            f"{change['check']} {str(change['kind']).replace('_', ' ')}"
+        )
+    pairs: list[TracePair] = []
+    for number, (case_id, what) in enumerate(sorted(changed.items())[:MAX_INLINE_TRACES]):
+        sides = []
+        for role, document, cases in zip(("baseline", "current"), documents, by_case, strict=True):
+            source = str(report[role]["source"]["name"])
+            case = cases.get(case_id)
+            task = document.get("task") if isinstance(document.get("task"), dict) else {}
+            assert isinstance(task, dict)
+            trace = None
+            if case is not None:
+                try:
+                    trace = build_trace(str(task.get("id")), case, None, f"c{number}-{role}")
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    trace = None
+            note = (
+                "not recorded in this run"
+                if case is None
+                else "this case's trace lives in its recording, which stays in the "
+                "evaluation's own report folder (see its page)"
+            )
+            sides.append(TraceSide(role, source, trace, note))
+        pairs.append(TracePair(case_id, "; ".join(what), sides))
+    return pairs
 
 
 def render_diff_page(report: dict[str, Any]) -> str:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalarc.bundle import EvidenceFolder
 from evalarc.canonical import sha256_bytes
 from evalarc.errors import EvalArcError
+from evalarc.site.record_page import RecordField, record_fields
 from evalarc.site.render import render_page
 from evalarc.site.trace_page import (
     Events,
@@ -49,6 +50,28 @@ def recording_reader(folder: EvidenceFolder) -> RecordingReader:
         return parse_events(data) if sha256_bytes(data) == sha256 else None
 
     return read
+
+
+REPORT_SECTIONS: dict[str, str] = {
+    "task": "overview",
+    "candidate_sha256": "reproduction",
+    "grader_sha256": "reproduction",
+    "cases_sha256": "reproduction",
+    "runtime": "reproduction",
+    "seeds": "reproduction",
+    "valid": "verdict",
+    "status": "verdict",
+    "score": "cards",
+    "resolved": "verdict",
+    "dimensions": "dimensions",
+    "cases": "cases",
+    "evaluation_seconds": "cards",
+    "created_at": "reproduction",
+    "evalarc_version": "reproduction",
+}
+"""Top-level keys of evaluation.json that a dedicated section shows -> its id; every other key is in
+the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+REPORT_FILE = "evaluation.json"
 
 
 @dataclass(frozen=True)
@@ -109,6 +132,8 @@ class EvaluationPage:
     hidden_cases: int
     reproduction: list[Fact]
     runtime_json: str
+    record: list[RecordField] = field(default_factory=list)
+    """Top-level report fields without a dedicated section."""
 
 
 def _score(value: float | None) -> str:
@@ -229,6 +254,7 @@ def build_evaluation_page(
         Fact("evalarc_version", str(report["evalarc_version"])),
     ]
     return EvaluationPage(
+        record=record_fields(report, REPORT_SECTIONS, REPORT_FILE),
         tone=tone,
         banner=banner,
         detail=detail,

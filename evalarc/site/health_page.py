@@ -6,12 +6,13 @@ The model holds every decision (wording, tones, limits); the template only lays 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalarc.formats.model import Run
 from evalarc.review.diff import tally
 from evalarc.review.health import TRIAGE_NEXT_STEPS, WARNING
+from evalarc.site.record_page import RecordField, record_fields
 from evalarc.site.render import render_page
 
 MAX_CASES = 2000
@@ -19,6 +20,20 @@ MAX_CASES = 2000
 MAX_ITEMS = 200
 """Item rows shown per finding; the rest stay in health.json."""
 OUTPUT_CHARS = 2000
+
+
+REPORT_SECTIONS: dict[str, str] = {
+    "findings": "findings",
+    "healthy": "verdict",
+    "warnings": "findings",
+    "runs": "runs",
+    "triage": "triage",
+    "noise": "runs",
+    "scope": "scope",
+}
+"""Top-level keys of health.json that a dedicated section shows -> its id; every other key is in
+the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+REPORT_FILE = "health.json"
 
 
 @dataclass(frozen=True)
@@ -100,6 +115,8 @@ class HealthPage:
     hidden_cases: int
     findings: list[FindingBlock]
     scope: str
+    record: list[RecordField] = field(default_factory=list)
+    """Top-level report fields without a dedicated section."""
 
 
 def _percent(value: float | None) -> str:
@@ -212,6 +229,7 @@ def build_health_page(report: dict[str, Any], last_run: Run | None) -> HealthPag
     cases = _case_rows(last_run, categories) if last_run is not None else []
     hidden = max(0, len(last_run.cases) - MAX_CASES) if last_run is not None else 0
     return HealthPage(
+        record=record_fields(report, REPORT_SECTIONS, REPORT_FILE),
         healthy=healthy,
         verdict_title="Ready to tune against: no warnings"
         if healthy

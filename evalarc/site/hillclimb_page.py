@@ -6,7 +6,7 @@ lays it out, so the model is testable without HTML.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalarc.review.hillclimb_text import (
@@ -17,10 +17,33 @@ from evalarc.review.hillclimb_text import (
     points,
     ratio_text,
 )
+from evalarc.site.record_page import RecordField, record_fields
 from evalarc.site.render import render_page
 
 HIT_TEXT_CHARS = 160
 MAX_HITS = 200
+
+
+REPORT_SECTIONS: dict[str, str] = {
+    "notes": "notes",
+    "steps": "steps",
+    "stalls": "steps",
+    "final": "final",
+    "leakage": "leakage",
+    "runs": "inputs",
+    "baseline": "inputs",
+    "split": "inputs",
+    "objective": "verdict",
+    "format": "verdict",
+    "recommendation": "verdict",
+    "recommendation_text": "verdict",
+    "merge_recommended": "verdict",
+    "max_cost_ratio": "final",
+    "scope": "scope",
+}
+"""Top-level keys of hillclimb.json that a dedicated section shows -> its id; every other key is in
+the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+REPORT_FILE = "hillclimb.json"
 
 
 @dataclass(frozen=True)
@@ -106,6 +129,8 @@ class HillclimbPage:
     hits: list[HitRow]
     runs: list[RunRow]
     scope: str
+    record: list[RecordField] = field(default_factory=list)
+    """Top-level report fields without a dedicated section."""
 
 
 def _verdict_title(report: dict[str, Any]) -> str:
@@ -227,6 +252,7 @@ def build_hillclimb_page(report: dict[str, Any]) -> HillclimbPage:
         )
     leakage_summary, hits = _hits(report["leakage"])
     return HillclimbPage(
+        record=record_fields(report, REPORT_SECTIONS, REPORT_FILE),
         passed=bool(report["merge_recommended"]),
         verdict_title=_verdict_title(report),
         recommendation=str(report["recommendation"]),

@@ -56,13 +56,19 @@ def script() -> str:
     return _asset("evalarc.js", "</script")
 
 
-def content_security_policy(styles: list[str], scripts: list[str]) -> str:
+def content_security_policy(styles: list[str], scripts: list[str], *, dynamic: bool = False) -> str:
     """No network, no frames, no forms; exactly these styles and scripts, allowed by hash.
 
-    ``frame-ancestors`` is left out: browsers ignore it in a ``<meta>`` policy and log an error.
+    ``dynamic`` adds ``'strict-dynamic'``: scripts that the hashed script inserts itself may
+    run (the diff page's evidence chunks, :mod:`evalarc.site.case_page`), and no host or
+    ``'self'`` source is ever trusted, which matters under ``file://``, where ``'self'`` would
+    admit any local file. ``frame-ancestors`` is left out: browsers ignore it in a ``<meta>``
+    policy and log an error.
     """
     style_src = " ".join(_csp_hash(style) for style in styles) or "'none'"
     script_src = " ".join(_csp_hash(text) for text in scripts) or "'none'"
+    if dynamic and scripts:
+        script_src += " 'strict-dynamic'"
     return (
         "default-src 'none'; "
         f"style-src {style_src}; script-src {script_src}; "
@@ -70,12 +76,21 @@ def content_security_policy(styles: list[str], scripts: list[str]) -> str:
     )
 
 
-def render_page(template: str, *, title: str, home: str | None = None, **context: Any) -> str:
+def render_page(
+    template: str,
+    *,
+    title: str,
+    home: str | None = None,
+    dynamic_scripts: bool = False,
+    **context: Any,
+) -> str:
     """Render ``template`` with the shared layout, inline CSS and JS, and the CSP.
 
     The CSS and JS are our own files, passed as markup so the bytes hashed into the policy are
     the bytes in the page (escaping would turn quotes into ``&#34;`` and the browser would drop
-    them); everything else goes through autoescape. ``home`` links back to a site's index.
+    them); everything else goes through autoescape. ``home`` links back to a site's index;
+    ``dynamic_scripts`` lets the page's script load evidence chunks (see
+    :func:`content_security_policy`).
     """
     css, js = stylesheet(), script()
     return (
@@ -85,7 +100,7 @@ def render_page(template: str, *, title: str, home: str | None = None, **context
             title=title,
             css=Markup(css),
             script=Markup(js),
-            csp=content_security_policy([css], [js]),
+            csp=content_security_policy([css], [js], dynamic=dynamic_scripts),
             home=home,
             **context,
         )

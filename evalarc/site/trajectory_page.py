@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalarc.review.trajectory import format_seconds
+from evalarc.site.record_page import RecordField, record_fields
 from evalarc.site.render import render_page
 
 MAX_ROWS = 1000
@@ -27,6 +28,25 @@ LEFT, RIGHT, TOP, BOTTOM = 64, 24, 28, 56
 X_OVERSHOOT = 1.05
 """The x axis runs a little past the budget so the budget line stands apart from the frame."""
 Y_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+REPORT_SECTIONS: dict[str, str] = {
+    "source": "overview",
+    "budget_seconds": "overview",
+    "normalized_score_area": "cards",
+    "final_score": "cards",
+    "final_resolved": "cards",
+    "first_resolved_seconds": "cards",
+    "regressions": "checkpoints",
+    "checkpoint_count": "checkpoints",
+    "checkpoints": "checkpoints",
+    "identity": "comparability",
+    "interpretation": "curve",
+    "clock_source": "comparability",
+}
+"""Top-level keys of trajectory.json that a dedicated section shows -> its id; every other key is in
+the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+REPORT_FILE = "trajectory.json"
 
 
 @dataclass(frozen=True)
@@ -111,6 +131,8 @@ class TrajectoryPage:
     identity: list[IdentityRow]
     clock_note: str
     interpretation: str
+    record: list[RecordField] = field(default_factory=list)
+    """Top-level report fields without a dedicated section."""
 
 
 def nice_step(span: float, target_ticks: int = 6) -> float:
@@ -293,6 +315,7 @@ def build_trajectory_page(report: dict[str, Any]) -> TrajectoryPage:
         + f", {count} regression{'' if count == 1 else 's'}"
     )
     return TrajectoryPage(
+        record=record_fields(report, REPORT_SECTIONS, REPORT_FILE),
         verdict=verdict,
         source_name=report["source"]["name"],
         source_sha256=report["source"]["sha256"],

@@ -44,6 +44,7 @@ from evalarc.site.build import (
     render_index,
     walk_files,
 )
+from evalarc.site.case_page import CHUNK_DIR
 from evalarc.site.check import check_site
 
 SITE_SCOPE = (
@@ -191,6 +192,7 @@ def verify_site(root: Path) -> dict[str, Any]:
     }
     listed[SITE_MANIFEST] = ("", 0, "")
     bundle_ok: dict[str, bool] = {}
+    rendered_dirs: dict[str, list[str]] = {}
     for report in reports:
         manifest_path = f"{report.path}/{BUNDLE_MANIFEST}"
         listed[manifest_path] = ("", 0, "")
@@ -218,6 +220,9 @@ def verify_site(root: Path) -> dict[str, Any]:
         for name, record in files.items():
             listed[f"{report.path}/{name}"] = (*record, manifest_path)
         bundle_ok[report.path] = True
+        rendered_dirs[report.path] = sorted(
+            name for name in files if name.startswith(f"{CHUNK_DIR}/")
+        )
 
     try:
         present = {relative for relative, _ in walk_files(folder.root, limit=MAX_SITE_FILES)}
@@ -256,6 +261,13 @@ def verify_site(root: Path) -> dict[str, Any]:
         page_name = f"{report.path}/{PAGE_FILE}"
         if name_differs(folder, page_name, page.html):
             findings.add(f"{page_name} differs from the page rendered from its bundle")
+        for relative, data in sorted(page.files.items()):
+            file_name = f"{report.path}/{relative}"
+            if file_differs(folder, file_name, data):
+                findings.add(f"{file_name} differs from the file rendered from its bundle")
+        for relative in rendered_dirs.get(report.path, []):
+            if relative not in page.files:
+                findings.add(f"{report.path}/{relative} is not rendered from its bundle")
         entries.append(IndexEntry(slug, report.label, page.kind, page.passed, page.verdict))
         results.append({"path": report.path, "kind": page.kind, "passed": page.passed})
 
@@ -293,6 +305,14 @@ def verify_site(root: Path) -> dict[str, Any]:
         "files": folder.files_json(),
         "scope": SITE_SCOPE,
     }
+
+
+def file_differs(folder: EvidenceFolder, name: str, data: bytes) -> bool:
+    """Whether the rendered file ``name`` differs from ``data`` (a missing file differs)."""
+    try:
+        return folder.read_bytes(name) != data
+    except EvalArcError:
+        return True
 
 
 def name_differs(folder: EvidenceFolder, name: str, html: str) -> bool:

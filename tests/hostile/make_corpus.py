@@ -1074,7 +1074,11 @@ ENTRIES: list[Entry] = [
         "deep_inspect.json", "result", "100,000 nested arrays as a sample", NOT_JSON, deep_inspect
     ),
     Entry(
-        "deep_promptfoo.json", "result", "100,000 nested objects as a row", NOT_JSON, deep_promptfoo
+        "deep_promptfoo.json",
+        "result",
+        "100,000 nested objects as a row",
+        "nested too deeply",
+        deep_promptfoo,
     ),
     Entry(
         "deep_evaluation.json",

@@ -1,0 +1,31 @@
+"""Per-case evidence read from a report folder's preserved input files, for case views.
+
+Separate from the readers in :mod:`evalarc.formats` (which build the diff's model and keep only
+short evidence): this reads the same bytes again when a page is built, keeps bounded texts per
+case (see :mod:`evalarc.evidence.model`), and is deterministic, so ``verify`` re-renders the
+same case views byte for byte.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalarc.evidence.model import CaseEvidence
+
+
+def read_case_evidence(path: Path, fmt: str) -> CaseEvidence:
+    """Evidence per case id from the result file ``path`` of format ``fmt``; an empty mapping
+    for formats whose evidence is shown another way (evaluations: their trace replay)."""
+    if fmt == "inspect":
+        from evalarc.evidence.inspect import read_inspect_evidence
+
+        return read_inspect_evidence(path)
+    if fmt == "promptfoo":
+        from evalarc.evidence.promptfoo import read_promptfoo_evidence
+
+        return read_promptfoo_evidence(path)
+    if fmt == "junit":
+        from evalarc.evidence.junit import read_junit_evidence
+
+        return read_junit_evidence(path)
+    return {}

@@ -1,0 +1,159 @@
+"""Case evidence from a JUnit XML file: per ``<testcase>`` element (a rerun is another element
+or a rerun child), the failure or error type and message, the stack trace, system-out and
+system-err, and each rerun attempt.
+
+Case ids must be the diff's: the JUnit reader's own scan (with its caps, under defusedxml) gives
+the records, :func:`evalarc.formats.junit_producers.identify_producer` the producer, and
+:func:`record_case_ids` names each record exactly as
+:func:`evalarc.formats.junit_producers.assemble_cases` does. A second streaming pass, in the
+same document order, keeps each testcase's bounded details; if the two passes disagree on the
+number of testcases, no evidence is shown rather than evidence under the wrong case.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
+from pathlib import Path
+
+import defusedxml.ElementTree as SafeElementTree
+
+from evalarc.errors import EvalArcError
+from evalarc.evidence.model import CaseEvidence, Section, SideEvidence
+from evalarc.formats.junit import SUITE_TAGS, _scan
+from evalarc.formats.junit_producers import (
+    Record,
+    _distinct_name,
+    base_id,
+    identify_producer,
+    pools_attempts,
+)
+
+OUTCOME_ORDER = (
+    "failure",
+    "error",
+    "skipped",
+    "rerunFailure",
+    "rerunError",
+    "flakyFailure",
+    "flakyError",
+)
+_TONES = {"failure": "bad", "error": "bad", "rerunFailure": "bad", "rerunError": "bad"}
+
+
+def _local(tag: object) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def record_case_ids(producer: str, records: list[Record]) -> list[str]:
+    """The case id of each record, in order: the naming of ``assemble_cases``."""
+    bases: list[str] = []
+    ordinals: list[int] = []
+    first_suite: dict[str, int] = {}
+    later_suites: dict[str, dict[int, int]] = {}
+    pools = pools_attempts(producer)
+    for record in records:
+        base = base_id(producer, record)
+        if pools:
+            first = first_suite.setdefault(base, record.suite_index)
+            if first == record.suite_index:
+                ordinal = 1
+            else:
+                seen = later_suites.setdefault(base, {})
+                ordinal = seen.setdefault(record.suite_index, len(seen) + 2)
+        else:
+            ordinal = first_suite.get(base, 0) + 1
+            first_suite[base] = ordinal
+        bases.append(base)
+        ordinals.append(ordinal)
+    used: set[str] = set(first_suite) if later_suites or not pools else set()
+    names: dict[tuple[str, int], str] = {}
+    ids: list[str] = []
+    for key in zip(bases, ordinals, strict=True):
+        if key[1] == 1:
+            ids.append(key[0])
+        else:
+            ids.append(names.get(key) or names.setdefault(key, _distinct_name(key, used)))
+    return ids
+
+
+def _testcase_sections(testcase: ElementTree.Element, attempt: int) -> list[Section]:
+    outcome = "passed"
+    details: list[Section] = []
+    for child in testcase:
+        tag = _local(child.tag)
+        if tag in OUTCOME_ORDER:
+            if outcome == "passed":
+                outcome = tag
+            section = Section(f"Attempt {attempt} · {tag}", tone=_TONES.get(tag, "warn"))
+            section.add("type", child.get("type"))
+            section.add("message", child.get("message"), pre=True)
+            section.add("stack trace", (child.text or "").strip(), pre=True)
+            for grandchild in child:
+                name = _local(grandchild.tag)
+                if name in ("system-out", "system-err", "stackTrace"):
+                    section.add(name, grandchild.text or "", pre=True)
+            details.append(section)
+        elif tag in ("system-out", "system-err"):
+            section = Section(f"Attempt {attempt} · {tag}")
+            section.add(tag, child.text or "", pre=True)
+            details.append(section)
+    head = Section(
+        f"Attempt {attempt}",
+        tone="ok" if outcome == "passed" else _TONES.get(outcome, "warn"),
+    )
+    # classname and name are the case id shown above the view.
+    head.add("outcome", outcome)
+    head.add("file", testcase.get("file"))
+    head.add("time (s)", testcase.get("time"))
+    return [head, *details]
+
+
+def _testcases(path: Path) -> Iterator[list[Section]]:
+    """Each testcase directly inside a suite, in document order, as its sections (attempt
+    numbers are filled in by the caller); finished elements are dropped as the reader does."""
+    stack: list[tuple[str, bool]] = []
+    with path.open("rb") as handle:
+        events = SafeElementTree.iterparse(
+            handle,
+            events=("start", "end"),
+            forbid_dtd=True,
+            forbid_entities=True,
+            forbid_external=True,
+        )
+        for event, element in events:
+            tag = _local(element.tag)
+            if event == "start":
+                parent_is_suite = bool(stack) and stack[-1][1]
+                stack.append((tag, tag in SUITE_TAGS and (not stack or parent_is_suite)))
+                continue
+            _, _ = stack.pop()
+            if tag == "testcase" and stack and stack[-1][1]:
+                yield _testcase_sections(element, 0)
+                element.clear()
+            elif tag in SUITE_TAGS:
+                element.clear()
+
+
+def read_junit_evidence(path: Path) -> CaseEvidence:
+    """Evidence for every testcase id, attempts (repeated elements) in document order."""
+    try:
+        with path.open("rb") as handle:
+            facts, records = _scan(handle, path.name)
+        ids = record_case_ids(identify_producer(facts, records), records)
+        found: CaseEvidence = {}
+        attempts: dict[str, int] = {}
+        count = 0
+        for case_id, sections in zip(ids, _testcases(path), strict=False):
+            count += 1
+            attempts[case_id] = attempts.get(case_id, 0) + 1
+            side = found.setdefault(case_id, SideEvidence())
+            number = attempts[case_id]
+            for section in sections:
+                section.title = section.title.replace("Attempt 0", f"Attempt {number}", 1)
+                side.add(section)
+    except (EvalArcError, ElementTree.ParseError, ValueError, OSError):
+        return {}
+    if count != len(ids):
+        return {}
+    return found

@@ -1,0 +1,390 @@
+"""Make the promptfoo corpus with the real promptfoo CLI, and its truth from promptfoo's output.
+
+    python tests/corpus/promptfoo/generate.py [--promptfoo PATH/TO/promptfoo]
+
+Without --promptfoo, promptfoo@0.121.20 is installed with npm into tests/corpus/promptfoo/.tools/
+(git-ignored). Every run is offline: the built-in `echo` provider or the local
+`file://scripted_provider.js`, `--no-cache -j 1`, telemetry and update checks off, promptfoo's
+own state in a temporary folder. Each scenario is run twice (EVALARC_VARIANT=baseline, then
+current) and written as generated/<scenario>.baseline.json and .current.json.
+
+generated/truth.json is computed here from promptfoo's own JSON (its row verdicts `success`,
+`failureReason`, `gradingResult.componentResults[].pass` and its `stats`), never by EvalArc:
+per test x provider x prompt and declared assertion, the pass and assessed counts on both sides,
+and which of them lost passes or coverage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "generated"
+TOOLS = HERE / ".tools"
+PROMPTFOO_VERSION = "0.121.20"
+PROVIDER = "file://scripted_provider.js"
+ERROR_REASON = 2
+"""promptfoo's ResultFailureReason.ERROR: the provider (not an assertion) failed."""
+
+
+def _scripted(label: str, persona: str) -> dict[str, Any]:
+    return {"id": PROVIDER, "label": label, "config": {"persona": persona}}
+
+
+def _qa_tests() -> list[dict[str, Any]]:
+    rows = [
+        ("T01 capital of France", "Paris", {}),
+        ("T02 capital of Japan", "Tokyo", {"broken_current": "all"}),
+        ("T03 largest planet", "Jupiter", {}),
+        ("T04 speed of light", "299792458", {"broken_baseline": "all"}),
+        ("T05 water formula", "H2O", {"broken_current": "all", "broken_baseline": "all"}),
+        ("T06 author of Hamlet", "Shakespeare", {}),
+        ("T07 boiling point", "100", {"broken_baseline": "all"}),
+        ("T08 smallest prime", "2", {}),
+        ("T09 gold symbol", "Au", {"broken_current": "all"}),
+        ("T10 deepest ocean", "Pacific", {}),
+    ]
+    tests = []
+    for description, expect, extra in rows:
+        tests.append(
+            {
+                "description": description,
+                "vars": {"topic": description.split(" ", 1)[1], "expect": expect, **extra},
+                "assert": [
+                    {"type": "icontains", "value": expect},
+                    {"type": "not-icontains", "value": "not sure"},
+                    {"type": "javascript", "value": "output.length < 80", "metric": "brevity"},
+                ],
+            }
+        )
+    return tests
+
+
+def _matrix_tests() -> list[dict[str, Any]]:
+    tests = []
+    for index, (topic, expect, extra) in enumerate(
+        [
+            ("capital of Italy", "Rome", {}),
+            ("capital of Spain", "Madrid", {"broken_current": "alpha"}),
+            ("capital of Peru", "Lima", {"broken_baseline": "alpha"}),
+            ("capital of Kenya", "Nairobi", {"broken_baseline": "beta"}),
+            ("capital of Chile", "Santiago", {}),
+        ],
+        start=1,
+    ):
+        tests.append(
+            {
+                "description": f"M{index} {topic}",
+                "vars": {"topic": topic, "expect": expect, **extra},
+                "assert": [{"type": "icontains", "value": expect}],
+            }
+        )
+    return tests
+
+
+def _error_tests() -> list[dict[str, Any]]:
+    tests = []
+    for index, (topic, expect, fail) in enumerate(
+        [
+            ("capital of Norway", "Oslo", "current"),
+            ("capital of Egypt", "Cairo", "current"),
+            ("capital of Canada", "Ottawa", "baseline"),
+            ("capital of Ghana", "Accra", "both"),
+            ("capital of Cuba", "Havana", ""),
+        ],
+        start=1,
+    ):
+        tests.append(
+            {
+                "description": f"P{index} {topic}",
+                "vars": {"topic": topic, "expect": expect, "fail_provider": fail},
+                "assert": [
+                    {"type": "icontains", "value": expect},
+                    {"type": "javascript", "value": "output.length < 80", "metric": "brevity"},
+                ],
+            }
+        )
+    return tests
+
+
+def _repeat_tests() -> list[dict[str, Any]]:
+    patterns = [
+        ("R1 stable pass", "111", "111"),
+        ("R2 loses one", "111", "101"),
+        ("R3 fixed", "000", "111"),
+        ("R4 flaky improves", "010", "110"),
+        ("R5 loses all", "100", "000"),
+    ]
+    return [
+        {
+            "description": description,
+            "vars": {
+                "topic": description,
+                "expect": "yes",
+                "flaky": True,
+                "flaky_baseline": base,
+                "flaky_current": cur,
+            },
+            "assert": [{"type": "equals", "value": "yes"}],
+        }
+        for description, base, cur in patterns
+    ]
+
+
+def _echo_tests() -> list[dict[str, Any]]:
+    people = [
+        ("E1 Ada", "Ada", "Paris", [("contains", "Ada"), ("starts-with", "Hello")]),
+        ("E2 Linus", "Linus", "Helsinki", [("javascript", "output.length <= 30")]),
+        ("E3 Grace", "Grace", "Arlington", [("contains", "Arlington")]),
+        ("E4 Alan", "Alan", "London", [("contains", "London"), ("not-contains", ",")]),
+        ("E5 Barbara", "Barbara", "Boston", [("icontains", "enjoy")]),
+    ]
+    return [
+        {
+            "description": description,
+            "vars": {"name": name, "city": city},
+            "assert": [{"type": kind, "value": value} for kind, value in asserts],
+        }
+        for description, name, city, asserts in people
+    ]
+
+
+SHORT = {"raw": "[short] {{topic}}", "label": "short"}
+LONG = {"raw": "Tell me about {{topic}}", "label": "long"}
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    # The echo provider repeats the prompt: changing the prompt text changes every verdict.
+    "echo": {
+        "baseline": {
+            "prompts": [{"raw": "Hello {{name}}, welcome.", "label": "greeting"}],
+            "providers": ["echo"],
+        },
+        "current": {
+            "prompts": [
+                {
+                    "raw": "Hi {{name}}! Welcome to {{city}}, enjoy your stay.",
+                    "label": "greeting",
+                }
+            ],
+            "providers": ["echo"],
+        },
+        "tests": _echo_tests(),
+    },
+    "qa": {
+        "both": {"prompts": [{"raw": "[short] {{topic}}", "label": "qa-prompt"}]},
+        "providers": [_scripted("scripted-model", "model")],
+        "tests": _qa_tests(),
+    },
+    "repeat": {
+        "both": {"prompts": [{"raw": "[short] {{topic}}", "label": "repeat-prompt"}]},
+        "providers": [_scripted("scripted-model", "model")],
+        "tests": _repeat_tests(),
+        "repeat": 3,
+    },
+    "provider_errors": {
+        "both": {"prompts": [{"raw": "[short] {{topic}}", "label": "qa-prompt"}]},
+        "providers": [_scripted("scripted-model", "model")],
+        "tests": _error_tests(),
+    },
+    # 2 providers x 2 prompts in the baseline; the current run drops provider beta.
+    "matrix_drop_provider": {
+        "baseline": {
+            "prompts": [SHORT, LONG],
+            "providers": [_scripted("alpha", "alpha"), _scripted("beta", "beta")],
+        },
+        "current": {"prompts": [SHORT, LONG], "providers": [_scripted("alpha", "alpha")]},
+        "tests": _matrix_tests(),
+    },
+}
+
+
+# -- running promptfoo ------------------------------------------------------------------------
+
+
+def promptfoo_binary(given: str | None) -> Path:
+    if given:
+        return Path(given)
+    binary = TOOLS / "node_modules" / ".bin" / "promptfoo"
+    if not binary.exists():
+        TOOLS.mkdir(exist_ok=True)
+        (TOOLS / "package.json").write_text('{"private": true}\n', encoding="utf-8")
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", f"promptfoo@{PROMPTFOO_VERSION}"],
+            cwd=TOOLS,
+            check=True,
+        )
+    return binary
+
+
+def _config(scenario: dict[str, Any], variant: str) -> dict[str, Any]:
+    side = scenario.get(variant) or scenario.get("both") or {}
+    return {
+        "description": "EvalArc corpus",
+        "prompts": side["prompts"],
+        "providers": side.get("providers", scenario.get("providers")),
+        "tests": scenario["tests"],
+    }
+
+
+def run_promptfoo(binary: Path, name: str, scenario: dict[str, Any], variant: str) -> Path:
+    target = OUT / f"{name}.{variant}.json"
+    with tempfile.TemporaryDirectory(prefix="evalarc-promptfoo-") as work:
+        folder = Path(work)
+        shutil.copy(HERE / "scripted_provider.js", folder / "scripted_provider.js")
+        config = folder / "promptfooconfig.yaml"
+        # JSON is YAML: no YAML writer needed.
+        config.write_text(json.dumps(_config(scenario, variant), indent=2), encoding="utf-8")
+        output = folder / "out.json"
+        command = [
+            str(binary),
+            "eval",
+            "-c",
+            config.name,
+            "--no-cache",
+            "-j",
+            "1",
+            "--no-table",
+            "--no-progress-bar",
+            "--output",
+            output.name,
+        ]
+        if scenario.get("repeat"):
+            command += ["--repeat", str(scenario["repeat"])]
+        environment = {
+            **os.environ,
+            "EVALARC_VARIANT": variant,
+            "PROMPTFOO_DISABLE_TELEMETRY": "1",
+            "PROMPTFOO_DISABLE_UPDATE": "1",
+            "PROMPTFOO_CONFIG_DIR": str(folder / "state"),
+            "PROMPTFOO_DISABLE_SHARING": "1",
+        }
+        # Relative names only, so no machine path lands in the file. promptfoo exits 100 when a
+        # test fails; only a missing output is an error here.
+        subprocess.run(command, cwd=folder, env=environment, check=False, capture_output=True)
+        if not output.exists():
+            raise SystemExit(f"promptfoo wrote no output for {name} {variant}")
+        shutil.copy(output, target)
+    return target
+
+
+# -- the truth, from promptfoo's own verdicts ---------------------------------------------------
+
+
+def _provider(row: dict[str, Any]) -> str:
+    provider = row.get("provider") or {}
+    if isinstance(provider, str):
+        return provider
+    return provider.get("label") or provider.get("id") or "provider"
+
+
+def _tallies(document: dict[str, Any]) -> dict[tuple[str, str, str, int], list[int]]:
+    """(description, provider, prompt label, assertion index) -> [passed, assessed, attempts]."""
+    tallies: dict[tuple[str, str, str, int], list[int]] = {}
+    for row in document["results"]["results"]:
+        test = row["testCase"]
+        key = (test["description"], _provider(row), row["prompt"]["label"])
+        errored = row.get("failureReason") == ERROR_REASON
+        components = (row.get("gradingResult") or {}).get("componentResults") or []
+        for index in range(len(test.get("assert") or [])):
+            tally = tallies.setdefault((*key, index), [0, 0, 0])
+            tally[2] += 1
+            if errored:
+                continue
+            tally[1] += 1
+            tally[0] += 1 if components[index]["pass"] else 0
+    return tallies
+
+
+def _loses(base: list[int] | None, cur: list[int] | None) -> str | None:
+    """The truth's own statement of "lost passes or coverage" over promptfoo's verdicts."""
+    if base is None:
+        return None
+    if cur is None:
+        return "removed"
+    if base[0] >= 1 and cur[1] == 0:
+        return "unassessed"
+    if cur[0] * max(base[1], 1) < base[0] * max(cur[1], 1):
+        return "lost passes"
+    if cur[1] < base[1]:
+        return "less covered"
+    return None
+
+
+def truth_of(baseline: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    base, cur = _tallies(baseline), _tallies(current)
+    lost = []
+    for key in sorted(base.keys() | cur.keys()):
+        why = _loses(base.get(key), cur.get(key))
+        if why is not None:
+            lost.append(
+                {
+                    "test": key[0],
+                    "provider": key[1],
+                    "prompt": key[2],
+                    "assertion": key[3],
+                    "why": why,
+                    "baseline": base.get(key),
+                    "current": cur.get(key),
+                }
+            )
+    sides = {}
+    for field, pick in (("providers", 1), ("prompts", 2)):
+        base_names = sorted({key[pick] for key in base})
+        cur_names = sorted({key[pick] for key in cur})
+        sides[field] = {
+            "baseline": base_names,
+            "current": cur_names,
+            "baseline_only": sorted(set(base_names) - set(cur_names)),
+            "current_only": sorted(set(cur_names) - set(base_names)),
+        }
+    return {
+        "stats": {
+            side: {k: document["results"]["stats"][k] for k in ("successes", "failures", "errors")}
+            for side, document in (("baseline", baseline), ("current", current))
+        },
+        "assertions": {"baseline": len(base), "current": len(cur)},
+        "lost": lost,
+        "matrix": sides,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--promptfoo", help="promptfoo executable (default: install into .tools)")
+    args = parser.parse_args(argv)
+    binary = promptfoo_binary(args.promptfoo)
+    version = (
+        subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=True)
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    truth: dict[str, Any] = {"producer": "promptfoo", "version": version, "pairs": {}}
+    for name, scenario in SCENARIOS.items():
+        files = {
+            variant: run_promptfoo(binary, name, scenario, variant)
+            for variant in ("baseline", "current")
+        }
+        documents = {
+            variant: json.loads(path.read_text(encoding="utf-8")) for variant, path in files.items()
+        }
+        truth["pairs"][name] = {
+            "baseline": files["baseline"].name,
+            "current": files["current"].name,
+            **truth_of(documents["baseline"], documents["current"]),
+        }
+        print(f"{name}: {len(truth['pairs'][name]['lost'])} assertion(s) lost passes or coverage")
+    OUT.mkdir(exist_ok=True)
+    (OUT / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
