@@ -20,55 +20,50 @@ The folder is staged and published only when complete; Ctrl-C leaves no folder a
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from contextlib import suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from evalarc import __version__
-from evalarc.bundle import params_document, staged_folder, write_bytes, write_json, write_text
-from evalarc.canonical import JSONValue, compact_json, sha256_bytes
+from evalarc.bundle import params_document, staged_folder, write_json, write_text
+from evalarc.canonical import JSONValue, compact_json
 from evalarc.clock import now_utc
 from evalarc.errors import ExitCode, OutputError, UsageError
 from evalarc.evaluate_command import (
     DEFAULT_IMAGE,
     EvaluateOptions,
+    RecordingWriter,
     _make_backend,
     _make_parents,
     _remove_empty,
     _uninterruptible,
+    check_executor,
     check_seconds,
     close_backend,
+    executor_notes,
+    executor_params,
+    jobs_for,
+    recording_index,
     stamp_event,
 )
 from evalarc.packs import (
-    EvaluationRun,
     Grader,
     Pack,
     PackCase,
-    evaluate,
     grader_sha256,
     load_pack,
     materialize_workspace,
+    plan_cases,
     validate_seeds,
 )
 from evalarc.resources import bundled_dir
 from evalarc.review.audit import REFERENCE_CONTROL, AuditContext, FaultRun, compute_audit
+from evalarc.runtime.owner import claim_work_folder, sweep_work_folders
 from evalarc.runtime.protocol import Backend, Limits
-from evalarc.runtime.recording import (
-    RECORDING_SUFFIX,
-    RecordingIndex,
-    RunKey,
-    runtime_fingerprint,
-    save_index,
-)
+from evalarc.runtime.recording import RecordingIndex, save_index
 from evalarc.runtime.replay import (
     Divergence,
     MissingRecordings,
@@ -81,6 +76,18 @@ from evalarc.runtime.replay import (
     recordings_label,
 )
 from evalarc.runtime.snapshot import Snapshot, snapshot_candidate
+from evalarc.schedule import (
+    Executor,
+    Progress,
+    Subject,
+    SubjectRun,
+    ThreadExecutor,
+    case_started,
+    check_jobs,
+    check_retries,
+    default_jobs,
+    run_subjects,
+)
 
 DEFAULT_TASK = "durable-kv"
 DEFAULT_OUTPUT = Path("runs") / "audit"
@@ -92,20 +99,12 @@ RECORDINGS_DIR = "recordings"
 INDEX_FILE = "index.json"
 EVENTS_FILE = "events.jsonl"
 PAGE_FILE = "index.html"
-MAX_JOBS = 16
-CANCEL_GRACE_SECONDS = 2.0
-"""After Ctrl-C, how long running cases may finish before their containers are removed."""
 LOCAL_REFUSAL = (
     "local mode executes host code: the controls run as you, with your files and network; "
     "pass --trust-local to allow it (or use --backend docker or replay)"
 )
 
 EventSink = Callable[[dict[str, Any]], None]
-
-
-def default_jobs() -> int:
-    """Controls evaluated side by side: two per core (the work is mostly Docker waiting)."""
-    return max(1, min(MAX_JOBS, 2 * (os.cpu_count() or 1)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +128,14 @@ class AuditOptions:
     recordings: Path | None = None
     """Replay store; None means the bundled ``recordings/``."""
     jobs: int | None = None
-    """Controls evaluated at once; None means :func:`default_jobs` (replay runs one at a time)."""
+    """Cases run at once, over every control; None means :func:`default_jobs` (replay runs
+    one at a time)."""
+    executor: str = "threads"
+    """``threads`` (this machine) or ``ray`` (one Ray task per case on a cluster)."""
+    ray_address: str | None = None
+    """The Ray cluster to join (None: ``RAY_ADDRESS`` or a new local one); never recorded."""
+    retry_infrastructure: int = 0
+    """Re-run a case whose infrastructure failed at most this many more times."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,11 +181,11 @@ def resolve_audit(options: AuditOptions) -> ResolvedAudit:
     )
     without = tuple(sorted(set(options.without_cases)))
     audited = reduced_pack(pack, without, seeds) if without else pack
+    check_executor(options.executor, options.backend)
+    check_retries(options.retry_infrastructure)
     jobs = options.jobs if options.jobs is not None else default_jobs()
-    if isinstance(jobs, bool) or not 1 <= jobs <= MAX_JOBS:
-        raise UsageError(f"--jobs must be between 1 and {MAX_JOBS}, not {jobs!r}")
-    if options.backend == "replay":
-        jobs = 1  # replay is pure computation: threads would only contend for the GIL
+    check_jobs(jobs)
+    jobs = jobs_for(jobs, options.backend)
     return ResolvedAudit(audited, seeds, limits, image, without, jobs)
 
 
@@ -253,7 +259,7 @@ class Control:
     target_dimension: str | None
     snapshot: Snapshot
     backend: Backend | None = None
-    run: EvaluationRun | None = None
+    run: SubjectRun | None = None
 
 
 def control_names(pack: Pack) -> list[str]:
@@ -329,7 +335,7 @@ def replay_backends(
 
 
 def _live_backend(
-    options: AuditOptions, resolved: ResolvedAudit, control: Control, work: Path
+    options: AuditOptions, resolved: ResolvedAudit, control: Control, work: Path, owner: str
 ) -> Backend:
     """The same Docker or local backend ``evaluate`` builds (Docker: with its record of
     container creations that Ctrl-C interrupted)."""
@@ -340,98 +346,37 @@ def _live_backend(
         image=resolved.image,
     )
     return _make_backend(
-        evaluate_options, control.snapshot, resolved.limits, work / "cases" / control.name
+        evaluate_options, control.snapshot, resolved.limits, work / "cases" / control.name, owner
     )
 
 
 # -- running ---------------------------------------------------------------------------------
 
 
-class _Cancelled(Exception):
-    """Raised inside a worker's event callback once the audit is being cancelled."""
+def _executor(
+    options: AuditOptions,
+    resolved: ResolvedAudit,
+    controls: Sequence[Control],
+    subjects: Sequence[Subject],
+    progress: Progress,
+) -> Executor:
+    """Every case of every control on one pool: threads here, or Ray tasks on a cluster."""
+    pack = resolved.pack
+    started = case_started(pack, subjects, len(plan_cases(pack, resolved.seeds)), progress)
+    if options.executor == "ray":
+        from evalarc.ray_executor import RayExecutor, RaySubject
 
-
-@dataclass(slots=True)
-class _Progress:
-    """Collects stamped events from every worker, in arrival order."""
-
-    sink: EventSink | None
-    events: list[dict[str, Any]] = field(default_factory=list)
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def emit(self, event: dict[str, Any]) -> None:
-        stamped = stamp_event(event)
-        with self.lock:
-            self.events.append(stamped)
-            if self.sink is not None:
-                self.sink(stamped)
-
-    def for_control(self, control: str) -> EventSink:
-        def forward(event: dict[str, Any]) -> None:
-            if self.cancelled.is_set():
-                raise _Cancelled
-            self.emit({**event, "control": control})
-
-        return forward
-
-
-def _run_controls(
-    controls: Sequence[Control], resolved: ResolvedAudit, progress: _Progress
-) -> None:
-    """Evaluate every control on ``resolved.jobs`` threads; Ctrl-C stops them all."""
-
-    def run(control: Control) -> None:
-        assert control.backend is not None
-        control.run = evaluate(
-            resolved.pack,
-            control.snapshot,
-            control.backend,
-            resolved.seeds,
+        return RayExecutor(
+            pack,
+            [RaySubject(control.snapshot) for control in controls],
             resolved.limits,
-            on_event=progress.for_control(control.name),
-            now=now_utc,
+            image=resolved.image or DEFAULT_IMAGE,
+            address=options.ray_address,
+            on_start=started,
         )
-
-    if resolved.jobs == 1:
-        for control in controls:
-            run(control)
-        return
-    pool = ThreadPoolExecutor(max_workers=resolved.jobs, thread_name_prefix="evalarc-audit")
-    futures: list[Future[None]] = []
-    try:
-        # Submitted inside the try: a signal while submitting still stops every started worker.
-        for control in controls:
-            futures.append(pool.submit(run, control))
-        pending: set[Future[None]] = set(futures)
-        while pending:
-            # A short timeout keeps the main thread responsive to Ctrl-C.
-            done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
-            for future in done:
-                future.result()
-    except BaseException:
-        progress.cancelled.set()
-        for future in futures:
-            future.cancel()
-        _stop_workers(futures, controls)
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _stop_workers(futures: Sequence[Future[None]], controls: Sequence[Control]) -> None:
-    """Let running cases end on their own for a moment, then pull their containers away."""
-    with _uninterruptible():
-        deadline = time.monotonic() + CANCEL_GRACE_SECONDS
-        while time.monotonic() < deadline and not all(future.done() for future in futures):
-            time.sleep(0.05)
-        if not all(future.done() for future in futures):
-            for control in controls:
-                if control.backend is not None:
-                    close_backend(control.backend)
-        for future in futures:
-            with suppress(BaseException):
-                future.exception()
+    return ThreadExecutor(
+        pack, subjects, resolved.limits, resolved.jobs, on_start=started, stop_backend=close_backend
+    )
 
 
 # -- the outcome -----------------------------------------------------------------------------
@@ -445,6 +390,8 @@ class AuditResult:
     """Recordings that no longer match today's grader (replay only); each made a run invalid."""
     foreign_graders: list[str]
     """Grader fingerprints, other than today's, whose recordings were replayed."""
+    notes: tuple[str, ...] = ()
+    """Remote executors only: transcripts this host rejected (each made its case invalid)."""
 
     @property
     def exit_code(self) -> ExitCode:
@@ -500,7 +447,8 @@ def run_audit(
     if output.exists() or output.is_symlink():
         raise OutputError(f"output folder {output} already exists; choose a new one")
     created_parents = _make_parents(output.parent)
-    progress = _Progress(on_event)
+    sweep_work_folders(temp_root)
+    progress = Progress(on_event, stamp_event)
     controls: list[Control] = []
     published = False
     try:
@@ -508,6 +456,7 @@ def run_audit(
     except OSError as error:
         _remove_empty(created_parents)
         raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
+    owner = claim_work_folder(work)
     try:
         controls = prepare_controls(pack, options.language, work)
         if options.backend == "replay":
@@ -522,23 +471,45 @@ def run_audit(
                 _request_for(request, controls),
                 case_labels(pack, resolved.seeds),
             )
-        else:
+        elif options.executor != "ray":
             for control in controls:
-                control.backend = _live_backend(options, resolved, control, work)
+                control.backend = _live_backend(options, resolved, control, work, owner)
+        subjects = [
+            Subject(control.name, control.snapshot.sha256, control.backend) for control in controls
+        ]
+        executor = _executor(options, resolved, controls, subjects, progress)
         created_at = now_utc().isoformat()
         with staged_folder(output) as staging:
-            _run_controls(controls, resolved, progress)
+            runs = run_subjects(
+                pack,
+                subjects,
+                resolved.seeds,
+                executor,
+                progress,
+                on_recording=RecordingWriter(staging / RECORDINGS_DIR),
+                created_at=created_at,
+                retry_infrastructure=options.retry_infrastructure,
+            )
+            for control, run in zip(controls, runs, strict=True):
+                control.run = run
             audit = _write_audit_folder(
-                staging, pack, controls, options, resolved, created_at, progress.events
+                staging,
+                pack,
+                controls,
+                options,
+                resolved,
+                created_at,
+                progress.in_plan_order([control.name for control in controls]),
             )
         published = True
+        notes = executor_notes(executor)
         divergences: list[Divergence] = []
         foreign: set[str] = set()
         for control in controls:
             if isinstance(control.backend, ReplayBackend):
                 divergences.extend(control.backend.divergences)
                 foreign.update(control.backend.foreign_graders)
-        return AuditResult(audit, output, divergences, sorted(foreign))
+        return AuditResult(audit, output, divergences, sorted(foreign), notes)
     finally:
         with _uninterruptible():
             for control in controls:
@@ -567,7 +538,7 @@ def _write_audit_folder(
     from evalarc.site.audit_page import render_audit_page
 
     recordings = staging / RECORDINGS_DIR
-    recordings.mkdir()
+    recordings.mkdir(exist_ok=True)
     (staging / EVALUATIONS_DIR).mkdir()
     index = RecordingIndex()
     reports: dict[str, dict[str, Any]] = {}
@@ -575,29 +546,7 @@ def _write_audit_folder(
         assert control.run is not None
         report = control.run.report
         reports[control.name] = report
-        runtime: dict[str, Any] = report["runtime"]
-        runtime_sha256 = runtime_fingerprint(runtime)
-        for recording in control.run.recordings:
-            # The staged folder is published by one rename, so no per-file fsync is needed.
-            data = recording.transcript.jsonl().encode("ascii")
-            name = sha256_bytes(data)
-            if name != recording.sha256:
-                raise OutputError(
-                    f"recording of {control.name} {recording.seed}/"
-                    f"{recording.case_id} hashed differently when written"
-                )
-            target = recordings / f"{name}{RECORDING_SUFFIX}"
-            if not target.exists():
-                write_bytes(target, data)
-            key = RunKey(
-                report["candidate_sha256"],
-                f"{pack.id}@{pack.version}",
-                report["grader_sha256"],
-                recording.seed,
-                recording.case_id,
-                runtime_sha256,
-            )
-            index.add(key, name, runtime)
+        recording_index(pack, control.run, index)
         write_json(staging / EVALUATIONS_DIR / f"{control.name}.json", report)
     save_index(index, recordings / INDEX_FILE)
     context = audit_context(
@@ -629,6 +578,7 @@ def audit_params(options: AuditOptions, resolved: ResolvedAudit) -> dict[str, JS
         "startup_timeout": options.startup_timeout,
         "without_cases": list(resolved.without_cases),
         "jobs": resolved.jobs,
+        **executor_params(options.executor, options.retry_infrastructure),
         "replay_recordings": None
         if options.backend != "replay"
         else recordings_label(options.recordings),

@@ -737,6 +737,35 @@ def _runtime_options(what: str) -> Callable[[F], F]:
             show_default=True,
             help="Seconds for Docker readiness.",
         ),
+        click.option(
+            "--jobs",
+            type=int,
+            default=None,
+            help="Cases run at once on this machine [default: 2 per core; replay: 1].",
+        ),
+        click.option(
+            "--executor",
+            type=click.Choice(["threads", "ray"]),
+            default="threads",
+            show_default=True,
+            help="Run cases here, or one Ray task per case on a cluster (pip install "
+            "'evalarc[ray]'; every verdict is re-derived here).",
+        ),
+        click.option(
+            "--ray-address",
+            default=None,
+            metavar="ADDR",
+            help="The Ray cluster for --executor ray [default: RAY_ADDRESS, else a local one].",
+        ),
+        click.option(
+            "--retry-infrastructure",
+            type=int,
+            default=0,
+            show_default=True,
+            metavar="N",
+            help="Re-run a case whose infrastructure failed up to N more times (never a "
+            "candidate fault or timeout); every attempt is kept in events.jsonl.",
+        ),
     ]
 
     def apply(function: F) -> F:
@@ -770,6 +799,10 @@ def evaluate(
     timeout: float,
     case_timeout: float,
     startup_timeout: float,
+    jobs: int | None,
+    executor: str,
+    ray_address: str | None,
+    retry_infrastructure: int,
     output: Path,
     progress: bool,
     quiet: bool,
@@ -793,6 +826,10 @@ def evaluate(
         case_timeout=case_timeout,
         startup_timeout=startup_timeout,
         recordings=recordings,
+        jobs=jobs,
+        executor=executor,
+        ray_address=ray_address,
+        retry_infrastructure=retry_infrastructure,
     )
 
     show = _event_printer(progress, quiet, progress_line)
@@ -823,7 +860,6 @@ def evaluate(
     metavar="CASE_ID",
     help="Run the controls on the suite without this case (repeatable).",
 )
-@click.option("--jobs", type=int, default=None, help="Controls run at once [default: 2 per core].")
 @click.option(
     "--output",
     type=click.Path(path_type=Path),
@@ -846,6 +882,9 @@ def audit(
     case_timeout: float,
     startup_timeout: float,
     jobs: int | None,
+    executor: str,
+    ray_address: str | None,
+    retry_infrastructure: int,
     output: Path,
     progress: bool,
     quiet: bool,
@@ -869,6 +908,9 @@ def audit(
         without_cases=without_cases,
         recordings=recordings,
         jobs=jobs,
+        executor=executor,
+        ray_address=ray_address,
+        retry_infrastructure=retry_infrastructure,
     )
 
     show = _event_printer(progress, quiet, progress_line)
@@ -883,6 +925,8 @@ def audit(
             f"evalarc: replayed recordings made under grader {grader[:12]} through today's grader",
             err=True,
         )
+    for note in result.notes:
+        click.echo(f"evalarc: {note}", err=True)
     for line in summary_lines(result.audit):
         echo(line)
     echo(str(result.output))

@@ -30,34 +30,48 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalarc.bundle import params_document, staged_folder, write_json, write_text
-from evalarc.canonical import JSONValue, compact_json
+from evalarc.bundle import params_document, staged_folder, write_bytes, write_json, write_text
+from evalarc.canonical import JSONValue, compact_json, sha256_bytes
 from evalarc.clock import now_utc
 from evalarc.errors import EvalArcError, ExitCode, InputError, OutputError, UsageError
 from evalarc.packs import (
     PACK_FILE,
-    EvaluationRun,
+    CaseRecording,
     Pack,
-    evaluate,
     load_pack,
     materialize_workspace,
     packs_root,
+    plan_cases,
     validate_seeds,
 )
+from evalarc.runtime.owner import claim_work_folder, sweep_work_folders
 from evalarc.runtime.protocol import Backend, Limits
 from evalarc.runtime.recording import (
+    RECORDING_SUFFIX,
     RecordingIndex,
     RunKey,
     runtime_fingerprint,
     save_index,
-    write_recording,
 )
 from evalarc.runtime.snapshot import Snapshot, snapshot_candidate
+from evalarc.schedule import (
+    Executor,
+    Progress,
+    Subject,
+    SubjectRun,
+    ThreadExecutor,
+    case_started,
+    check_jobs,
+    check_retries,
+    default_jobs,
+    run_subjects,
+)
 
 DEFAULT_TASK = "durable-kv"
 DEFAULT_IMAGE = "python:3.12-slim"
 DEFAULT_OUTPUT = Path("runs") / "evaluate"
 BACKENDS = ("docker", "local", "replay")
+EXECUTORS = ("threads", "ray")
 LANGUAGES = ("python", "javascript")
 MAX_SECONDS = 86_400.0
 """Longest accepted time limit (one day); longer values are almost certainly typos."""
@@ -103,6 +117,14 @@ class EvaluateOptions:
     """Seconds a Docker session may take to report readiness."""
     recordings: Path | None = None
     """The recordings a ``replay`` answers from (None: the bundled ``recordings/``)."""
+    jobs: int | None = None
+    """Cases run at once (None: :func:`evalarc.schedule.default_jobs`; replay: one)."""
+    executor: str = "threads"
+    """``threads`` (this machine) or ``ray`` (one Ray task per case on a cluster)."""
+    ray_address: str | None = None
+    """The Ray cluster to join (None: ``RAY_ADDRESS`` or a new local one); never recorded."""
+    retry_infrastructure: int = 0
+    """Re-run a case whose infrastructure failed at most this many more times."""
 
 
 def check_seconds(name: str, value: object) -> float:
@@ -133,6 +155,10 @@ def resolve_options(options: EvaluateOptions) -> tuple[Pack, list[int], Limits]:
         and (not options.image.strip() or any(ch.isspace() for ch in options.image))
     ):
         raise UsageError(f"--image {options.image!r} is not an image name")
+    check_executor(options.executor, options.backend)
+    if options.jobs is not None:
+        check_jobs(options.jobs)
+    check_retries(options.retry_infrastructure)
     seeds = validate_seeds(
         list(options.seeds) if options.seeds is not None else list(pack.default_seeds)
     )
@@ -145,6 +171,46 @@ def resolve_options(options: EvaluateOptions) -> tuple[Pack, list[int], Limits]:
         stderr_tail_bytes=pack.limits.stderr_tail_bytes,
     )
     return pack, seeds, limits
+
+
+def check_executor(executor: str, backend: str) -> None:
+    if executor not in EXECUTORS:
+        raise UsageError(f"unknown executor {executor!r} (choose threads or ray)")
+    if executor == "ray" and backend != "docker":
+        raise UsageError(
+            "--executor ray runs cases in Docker on the cluster's nodes: use it "
+            "with --backend docker"
+        )
+
+
+def jobs_for(options_jobs: int | None, backend: str) -> int:
+    """Cases run at once on this machine: replay is pure computation (threads would only
+    contend for the interpreter), everything else waits on processes."""
+    if backend == "replay":
+        return 1
+    return options_jobs if options_jobs is not None else default_jobs()
+
+
+class RecordingWriter:
+    """Saves each accepted recording into a report folder's ``recordings/`` as it arrives
+    (named by its SHA-256; equal transcripts share one file)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(exist_ok=True)
+
+    def __call__(self, recording: CaseRecording) -> str:
+        data = recording.transcript.jsonl().encode("ascii")
+        name = sha256_bytes(data)
+        if name != recording.sha256:
+            raise OutputError(
+                f"recording of {recording.seed}/{recording.case_id} hashed differently when written"
+            )
+        target = self.folder / f"{name}{RECORDING_SUFFIX}"
+        if not target.exists():
+            # The staged folder is published by one rename, so no per-file fsync is needed.
+            write_bytes(target, data)
+        return name
 
 
 def check_output(output: Path, candidate: Path) -> None:
@@ -242,14 +308,7 @@ def run_evaluate(
     if not candidate.is_dir():
         raise InputError(f"candidate {candidate}: not a directory")
     created_parents = _make_parents(output.parent)
-    events: list[dict[str, Any]] = []
-
-    def record_event(event: dict[str, Any]) -> None:
-        stamped = stamp_event(event)
-        events.append(stamped)
-        if on_event is not None:
-            on_event(stamped)
-
+    sweep_work_folders(temp_root)
     backend: Backend | None = None
     try:
         work = Path(tempfile.mkdtemp(prefix="evalarc-evaluate-", dir=temp_root))
@@ -257,17 +316,50 @@ def run_evaluate(
         _remove_empty(created_parents)
         raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
     published = False
+    progress = Progress(on_event, stamp_event)
+    owner = claim_work_folder(work)
     try:
         snapshot = snapshot_candidate(candidate, work / "snapshot", list(pack.default_command))
-        backend = _make_backend(options, snapshot, limits, work / "cases")
+        subject = Subject(None, snapshot.sha256)
+        executor: Executor
+        if options.executor == "ray":
+            from evalarc.ray_executor import RayExecutor, RaySubject
+
+            executor = RayExecutor(
+                pack,
+                [RaySubject(snapshot)],
+                limits,
+                image=options.image or DEFAULT_IMAGE,
+                address=options.ray_address,
+                on_start=case_started(pack, [subject], len(plan_cases(pack, seeds)), progress),
+            )
+        else:
+            backend = _make_backend(options, snapshot, limits, work / "cases", owner)
+            subject.backend = backend
+            executor = ThreadExecutor(
+                pack,
+                [subject],
+                limits,
+                jobs_for(options.jobs, options.backend),
+                on_start=case_started(pack, [subject], len(plan_cases(pack, seeds)), progress),
+                stop_backend=close_backend,
+            )
         with staged_folder(output) as staging:
             _copy_candidate(snapshot, staging / CANDIDATE_DIR, pack, candidate)
-            run = evaluate(
-                pack, snapshot, backend, seeds, limits, on_event=record_event, now=now_utc
+            (run,) = run_subjects(
+                pack,
+                [subject],
+                seeds,
+                executor,
+                progress,
+                on_recording=RecordingWriter(staging / RECORDINGS_DIR),
+                created_at=now_utc().isoformat(),
+                retry_infrastructure=options.retry_infrastructure,
             )
-            _write_report_folder(staging, pack, run, options, seeds, events)
+            _write_report_folder(staging, pack, run, options, seeds, progress.in_plan_order([None]))
         published = True
-        return EvaluationResult(run.report, output, replay_notes(backend))
+        notes = replay_notes(backend) if backend is not None else executor_notes(executor)
+        return EvaluationResult(run.report, output, notes)
     finally:
         with _uninterruptible():
             if backend is not None:
@@ -277,8 +369,18 @@ def run_evaluate(
                 _remove_empty(created_parents)
 
 
+def executor_notes(executor: Executor) -> tuple[str, ...]:
+    """What a remote executor must tell its user beyond the report (rejected transcripts)."""
+    notes = getattr(executor, "notes", None)
+    return tuple(notes()) if callable(notes) else ()
+
+
 def _make_backend(
-    options: EvaluateOptions, snapshot: Snapshot, limits: Limits, work_root: Path
+    options: EvaluateOptions,
+    snapshot: Snapshot,
+    limits: Limits,
+    work_root: Path,
+    owner: str | None = None,
 ) -> Backend:
     if options.backend == "local":
         from evalarc.runtime.local import LocalBackend
@@ -303,7 +405,12 @@ def _make_backend(
                 raise
 
     backend = TrackedDockerBackend(
-        snapshot.path, snapshot.command, limits, work_root, image=options.image or DEFAULT_IMAGE
+        snapshot.path,
+        snapshot.command,
+        limits,
+        work_root,
+        image=options.image or DEFAULT_IMAGE,
+        owner=owner,
     )
     backend.unfinished = []
     return backend
@@ -426,7 +533,7 @@ def _copy_candidate(snapshot: Snapshot, dest: Path, pack: Pack, label: Path) -> 
 def _write_report_folder(
     staging: Path,
     pack: Pack,
-    run: EvaluationRun,
+    run: SubjectRun,
     options: EvaluateOptions,
     seeds: list[int],
     events: list[dict[str, Any]],
@@ -436,32 +543,35 @@ def _write_report_folder(
 
     report = run.report
     recordings = staging / RECORDINGS_DIR
-    recordings.mkdir()
-    runtime: dict[str, Any] = report["runtime"]
-    runtime_sha256 = runtime_fingerprint(runtime)
-    index = RecordingIndex()
-    for recording in run.recordings:
-        name = write_recording(recording.transcript, recordings)
-        if name != recording.sha256:
-            raise OutputError(
-                f"recording of {recording.seed}/{recording.case_id} hashed differently when written"
-            )
-        key = RunKey(
-            candidate_sha256=report["candidate_sha256"],
-            pack=f"{pack.id}@{pack.version}",
-            grader_sha256=report["grader_sha256"],
-            seed=recording.seed,
-            case_id=recording.case_id,
-            runtime_sha256=runtime_sha256,
-        )
-        index.add(key, name, runtime)
-    save_index(index, recordings / INDEX_FILE)
+    recordings.mkdir(exist_ok=True)
+    save_index(recording_index(pack, run), recordings / INDEX_FILE)
     write_json(staging / REPORT_FILE, report)
     write_text(staging / EVENTS_FILE, "".join(compact_json(event) + "\n" for event in events))
     write_json(staging / "params.json", params_document("evaluation", _params(options, seeds)))
     # The page reads the recordings just written, so its traces match a site's page exactly.
     page = render_evaluation_page(report, recording_reader(EvidenceFolder(staging)))
     write_text(staging / PAGE_FILE, page)
+
+
+def recording_index(
+    pack: Pack, run: SubjectRun, index: RecordingIndex | None = None
+) -> RecordingIndex:
+    """The run keys of one evaluation's recordings, added to ``index`` (or a new one)."""
+    index = index if index is not None else RecordingIndex()
+    report = run.report
+    runtime: dict[str, Any] = report["runtime"]
+    runtime_sha256 = runtime_fingerprint(runtime)
+    for seed, case_id, name in run.recordings:
+        key = RunKey(
+            candidate_sha256=report["candidate_sha256"],
+            pack=f"{pack.id}@{pack.version}",
+            grader_sha256=report["grader_sha256"],
+            seed=seed,
+            case_id=case_id,
+            runtime_sha256=runtime_sha256,
+        )
+        index.add(key, name, runtime)
+    return index
 
 
 def _params(options: EvaluateOptions, seeds: list[int]) -> dict[str, JSONValue]:
@@ -484,6 +594,18 @@ def _params(options: EvaluateOptions, seeds: list[int]) -> dict[str, JSONValue]:
         from evalarc.runtime.replay import recordings_label
 
         params["replay_recordings"] = recordings_label(options.recordings)
+    params.update(executor_params(options.executor, options.retry_infrastructure))
+    return params
+
+
+def executor_params(executor: str, retry_infrastructure: int) -> dict[str, JSONValue]:
+    """Where cases ran and how infrastructure failures were retried, recorded only when not
+    the defaults (results never depend on either; the cluster's address is never recorded)."""
+    params: dict[str, JSONValue] = {}
+    if executor != "threads":
+        params["executor"] = executor
+    if retry_infrastructure:
+        params["retry_infrastructure"] = retry_infrastructure
     return params
 
 

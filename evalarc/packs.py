@@ -585,11 +585,8 @@ def evaluate(
     clock = now or _utc_now
     created_at = clock().isoformat()
     started = time.monotonic()
-    grader = pack.grader
-    cases = [case for seed in seed_list for case in grader.generate_cases(seed)]
-    runtime = backend.runtime()
-    for name, value in limits.to_json().items():
-        runtime.setdefault(name, value)
+    cases = plan_cases(pack, seed_list)
+    runtime = case_runtime(backend, limits)
     emit(
         {
             "event": "evaluation_started",
@@ -601,68 +598,119 @@ def evaluate(
     records: list[dict[str, Any]] = []
     recordings: list[CaseRecording] = []
     for number, case in enumerate(cases, start=1):
-        emit(
-            {
-                "event": "case_started",
-                "task": pack.id,
-                "seed": case.seed,
-                "case_id": case.case_id,
-                "case_number": number,
-                "total_cases": len(cases),
-            }
-        )
-        record, recording = _run_one(grader, backend, case, limits)
+        emit(case_started_event(pack, case, number, len(cases)))
+        record, recording = run_case(pack.grader, backend, case, limits)
         records.append(record)
         if recording is not None:
             recordings.append(recording)
-        emit(
-            {
-                "event": "case_completed",
-                "task": pack.id,
-                "seed": case.seed,
-                "case_id": case.case_id,
-                "case_number": number,
-                "total_cases": len(cases),
-                "status": record["status"],
-                "duration_seconds": record["duration_seconds"],
-            }
-        )
+        emit(case_completed_event(pack, case, number, len(cases), record))
+    report = evaluation_report(
+        pack,
+        snapshot.sha256,
+        runtime,
+        seed_list,
+        cases,
+        records,
+        created_at=created_at,
+        seconds=time.monotonic() - started,
+        replayed=backend.name == "replay",
+    )
+    emit(evaluation_completed_event(pack, report))
+    return EvaluationRun(report, recordings)
+
+
+def plan_cases(pack: Pack, seeds: Sequence[int]) -> list[PackCase]:
+    """Every case of every seed, seed-major: the order of a report's ``cases``."""
+    return [case for seed in seeds for case in pack.grader.generate_cases(seed)]
+
+
+def case_runtime(backend: Backend, limits: Limits) -> dict[str, Any]:
+    """The runtime object a backend reports, completed with the limits it does not name."""
+    runtime = backend.runtime()
+    for name, value in limits.to_json().items():
+        runtime.setdefault(name, value)
+    return runtime
+
+
+def case_started_event(pack: Pack, case: PackCase, number: int, total: int) -> dict[str, Any]:
+    return {
+        "event": "case_started",
+        "task": pack.id,
+        "seed": case.seed,
+        "case_id": case.case_id,
+        "case_number": number,
+        "total_cases": total,
+    }
+
+
+def case_completed_event(
+    pack: Pack, case: PackCase, number: int, total: int, record: Mapping[str, Any]
+) -> dict[str, Any]:
+    return {
+        "event": "case_completed",
+        "task": pack.id,
+        "seed": case.seed,
+        "case_id": case.case_id,
+        "case_number": number,
+        "total_cases": total,
+        "status": record["status"],
+        "duration_seconds": record["duration_seconds"],
+    }
+
+
+def evaluation_completed_event(pack: Pack, report: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "event": "evaluation_completed",
+        "task": pack.id,
+        "score": report["score"],
+        "status": report["status"],
+        "valid": report["valid"],
+    }
+
+
+def evaluation_report(
+    pack: Pack,
+    candidate_sha256: str,
+    runtime: dict[str, Any],
+    seeds: list[int],
+    cases: Sequence[PackCase],
+    records: list[dict[str, Any]],
+    *,
+    created_at: str,
+    seconds: float,
+    replayed: bool = False,
+) -> dict[str, Any]:
+    """The ``evalarc.evaluation.v2`` object from the case records, in :func:`plan_cases` order
+    (however the cases were scheduled)."""
+    grader = pack.grader
     summary = grader.summarize(records, pack.weights())
-    report: dict[str, Any] = {
+    return {
         "schema_version": EVALUATION_SCHEMA,
         "created_at": created_at,
         "evalarc_version": __version__,
         "task": pack.task_json(),
-        "candidate_sha256": snapshot.sha256,
+        "candidate_sha256": candidate_sha256,
         "grader_sha256": grader_sha256(pack),
         "cases_sha256": grader.cases_sha256(cases),
         "runtime": runtime,
-        "seeds": seed_list,
+        "seeds": seeds,
         "valid": summary["valid"],
         "status": summary["status"],
         "score": summary["score"],
         "resolved": summary["resolved"],
         "dimensions": summary["dimensions"],
         "cases": records,
-        "evaluation_seconds": _evaluation_seconds(backend, records, time.monotonic() - started),
+        "evaluation_seconds": _evaluation_seconds(replayed, records, seconds),
         "agent_cost_usd": None,
         "agent_tokens": None,
     }
-    emit(
-        {
-            "event": "evaluation_completed",
-            "task": pack.id,
-            "score": report["score"],
-            "status": report["status"],
-            "valid": report["valid"],
-        }
-    )
-    return EvaluationRun(report, recordings)
 
 
-def _run_one(
+def run_case(
     grader: Grader, backend: Backend, case: PackCase, limits: Limits
 ) -> tuple[dict[str, Any], CaseRecording | None]:
+    """Run one case on ``backend``: its record and its recording (None when nothing ran).
+    Environment failures make the case unassessed; candidate failures are graded."""
     started = time.monotonic()
     transcript: Transcript | None = None
     outcome: CaseOutcome | None = None
@@ -692,10 +740,10 @@ def _run_one(
 
 
 def _evaluation_seconds(
-    backend: Backend, records: Sequence[Mapping[str, Any]], measured: float
+    replayed: bool, records: Sequence[Mapping[str, Any]], measured: float
 ) -> float:
     """Host seconds of the run; for a replay, the sum of its recorded case durations."""
-    if backend.name == "replay":
+    if replayed:
         return round(sum(float(record["duration_seconds"]) for record in records), 6)
     return round(measured, 6)
 

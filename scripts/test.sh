@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The extras the suite needs; an optional backend whose tests run in CI is added here
-# (e.g. EXTRAS=dev,ray).
-EXTRAS="${EVALARC_TEST_EXTRAS:-dev}"
+# (ray: --executor ray's tests start a local multi-node Ray cluster).
+EXTRAS="${EVALARC_TEST_EXTRAS:-dev,ray}"
 bash scripts/docker_setup.sh
 bash scripts/browser_setup.sh
 python3 -m venv .venv

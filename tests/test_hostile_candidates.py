@@ -37,6 +37,8 @@ from evalarc.runtime.docker_backend import (
     CLEANUP_TIMEOUT,
     MEMORY_LIMIT_BYTES,
     PIDS_LIMIT,
+    STATE_INODES,
+    STATE_SIZE_BYTES,
     DockerBackend,
 )
 from evalarc.runtime.jsonl import (
@@ -111,6 +113,9 @@ ATTACKS = {
         Attack("sleep_past_deadline", "agent_error", RESPONSE_TIMEOUT),
         Attack("slow_past_case_budget", "agent_error", CASE_BUDGET_EXHAUSTED,
                limits=BUDGET_LIMITS, params={"delay_seconds": SLOW_DELAY}),
+        # Writing 64 MiB into memory and 4,096 files takes a moment on a loaded machine.
+        Attack("fill_state", "failed", "response mismatch at request 1; ...",
+               limits=replace(LIMITS, response_timeout=20.0, case_timeout=40.0)),
     ]
 }
 
@@ -367,6 +372,19 @@ def test_writes_outside_the_state_directory_are_refused(
     # following them, so the secret file and the candidate's folder are as they were.
     assert [found[f"symlink {target}"] for target in run.link_targets] == ["ok", "ok"]
     assert run.workspace_unchanged
+
+
+def test_state_cannot_grow_past_its_bound(runs: dict[str, HostileRun | str]) -> None:
+    # 3 GiB and 100,000 files asked for: /state is the case container's tmpfs, so the candidate
+    # meets ENOSPC at the bound (its own failure) and the host disk is never written.
+    run = _get(runs, "fill_state")
+    answer = _answer(run)
+    assert answer["errors"] == {"bytes": "ENOSPC", "files": "ENOSPC"}
+    assert STATE_SIZE_BYTES - (1 << 20) <= answer["written"] <= STATE_SIZE_BYTES
+    assert STATE_INODES - 16 <= answer["made"] <= STATE_INODES
+    assert [(mount[0], mount[2]) for mount in answer["mount"]] == [("tmpfs", "tmpfs")]
+    assert run.report["valid"] is True
+    assert run.leftover_temp == []
 
 
 def test_host_paths_and_the_docker_socket_cannot_be_read(

@@ -7,8 +7,13 @@ tests fail (never skip), because CI runs that script first.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import platform
+import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,9 +26,14 @@ from evalarc.errors import EnvironmentFailure
 from evalarc.runtime.docker_backend import (
     BACKEND_LABEL,
     CASE_LABEL,
+    STATE_INODES,
+    STATE_OPTIONS,
+    STATE_SIZE_BYTES,
     DockerBackend,
     DockerSession,
     FrameDecoder,
+    connect,
+    sweep_containers,
 )
 from evalarc.runtime.jsonl import (
     CASE_BUDGET_EXHAUSTED,
@@ -34,6 +44,7 @@ from evalarc.runtime.jsonl import (
     RESPONSE_TIMEOUT,
     UNSOLICITED_STDOUT,
 )
+from evalarc.runtime.owner import EXPIRES_LABEL, OWNER_LABEL, owner_id
 from evalarc.runtime.protocol import AgentFault, Backend, Limits
 
 pytestmark = pytest.mark.docker
@@ -45,6 +56,7 @@ MiB = 1024 * 1024
 
 CANDIDATE = r'''
 """Test candidate for the docker backend: argv[1] picks the EOF behaviour, requests pick ops."""
+import contextlib
 import errno
 import json
 import os
@@ -193,6 +205,28 @@ def handle(request):
         os.makedirs(os.path.join(STATE, "sub", "deeper"))
         write_file(os.path.join(STATE, "sub", "deeper", "file"))
         return {"ok": True}
+    if op == "fill":
+        # Write up to `bytes` into /state, then make empty files up to `files`: report how far
+        # each got and the error that stopped it.
+        written, made, errors = 0, 0, {}
+        chunk = b"x" * (1 << 20)
+        try:
+            with open(os.path.join(STATE, "fill"), "wb") as handle:
+                while written < request["bytes"]:
+                    handle.write(chunk)
+                    handle.flush()
+                    written += len(chunk)
+        except OSError as error:
+            errors["bytes"] = errno.errorcode.get(error.errno, str(error.errno))
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(STATE, "fill"))
+        try:
+            while made < request["files"]:
+                open(os.path.join(STATE, f"f{made}"), "wb").close()
+                made += 1
+        except OSError as error:
+            errors["files"] = errno.errorcode.get(error.errno, str(error.errno))
+        return {"written": written, "made": made, "errors": errors}
     if op == "get":
         return {"value": json.loads(read(value_path)) if os.path.exists(value_path) else None}
     if op == "spawn":
@@ -298,7 +332,7 @@ def make_backend(
     for backend in made:
         label = f"label={BACKEND_LABEL}={backend.backend_id}"
         assert docker_cli("ps", "-a", "--filter", label, "--format", "{{.Names}}") == ""
-        assert not list(backend.work_root.glob("state-*"))
+        assert not backend.work_root.exists() or not list(backend.work_root.glob("state-*"))
 
 
 def fault_of(action: Callable[[], object]) -> str:
@@ -361,7 +395,11 @@ def test_runtime_names_the_resolved_image(make_backend: MakeBackend, engine: Any
     assert runtime["response_timeout_seconds"] == 2.0
     assert runtime["startup_timeout_seconds"] == 30.0
     assert runtime["session_output_limit_bytes"] == 200_000
-    assert runtime["platform"]
+    # What decides comparability, and not the host's kernel build.
+    assert runtime["os"] == platform.system() and runtime["architecture"] == platform.machine()
+    assert (runtime["state_size_bytes"], runtime["state_inodes"]) == (
+        STATE_SIZE_BYTES, STATE_INODES)
+    assert "platform" not in runtime and platform.release() not in json.dumps(runtime)
 
 
 # -- the conversation ---------------------------------------------------------------------------
@@ -370,9 +408,6 @@ def test_runtime_names_the_resolved_image(make_backend: MakeBackend, engine: Any
 def test_well_behaved_exchange_eof_and_transcript(make_backend: MakeBackend) -> None:
     backend = make_backend()
     with backend.open_case("17/read-write-delete") as run:
-        state_dir = run.state_dir
-        assert state_dir.name.startswith("state-1-17-read-write-delete-")
-        assert state_dir.stat().st_mode & 0o777 == 0o777
         first = run.start_session()
         assert first.exchange({"op": "put", "value": "ключ"}) == {"ok": True}
         assert first.exchange([1, None]) == {"echo": [1, None]}
@@ -386,7 +421,6 @@ def test_well_behaved_exchange_eof_and_transcript(make_backend: MakeBackend) -> 
         assert second.exchange({"op": "get"}) == {"value": "ключ"}
         second.stop_eof()
         events = [(event["event"], event["session"]) for event in run.transcript.events]
-    assert not state_dir.exists()
     assert events == [
         ("start", 0), ("ready", 0),
         ("send", 0), ("recv", 0), ("send", 0), ("recv", 0), ("send", 0), ("recv", 0),
@@ -556,7 +590,9 @@ def test_sessions_share_only_state_and_cases_share_nothing(make_backend: MakeBac
         session.stop_eof()
 
 
-def test_scratch_the_reaper_cannot_empty_costs_the_container(make_backend: MakeBackend) -> None:
+def test_scratch_the_candidate_locked_is_emptied_in_place(make_backend: MakeBackend) -> None:
+    # /state lives in the case container, so the container must survive a locked scratch
+    # folder (mode 0500): the reaper makes it writable and empties it, and /state is kept.
     backend = make_backend()
     with backend.open_case("locked") as run:
         session = run.start_session()
@@ -564,29 +600,159 @@ def test_scratch_the_reaper_cannot_empty_costs_the_container(make_backend: MakeB
         assert session.exchange({"op": "litter", "locked": True}) == {"ok": True}
         first_container = run.container.id
         session.kill()
-        assert run.container is None
-        assert container_state(first_container) == {}
+        assert run.container.id == first_container
         session = run.start_session()
         assert session.exchange({"op": "scratch"}) == {"tmp": [], "shm": [], "state": ["value"]}
         assert session.exchange({"op": "get"}) == {"value": "kept"}
         session.stop_eof()
-        assert run.containers_made == 2
+        assert run.containers_made == 1
 
 
-def test_state_written_as_the_candidate_is_removed(make_backend: MakeBackend) -> None:
-    # A non-root host user (CI) cannot delete inside folders uid 65534 made; the backend must.
+def test_state_lives_in_the_case_container_only(make_backend: MakeBackend) -> None:
+    # /state is the case container's tmpfs: what the candidate writes there (folders of uid
+    # 65534 included) never reaches the host, and goes with the container.
     backend = make_backend()
     with backend.open_case("nested") as run:
         session = run.start_session()
         assert session.exchange({"op": "put", "value": 2}) == {"ok": True}
         assert session.exchange({"op": "nest"}) == {"ok": True}
         session.kill()
-        owners = {path.stat().st_uid for path in run.state_dir.rglob("*")}
-        modes = {path.stat().st_mode & 0o777 for path in run.state_dir.rglob("*") if path.is_dir()}
-        state_dir = run.state_dir
-    assert owners == {65534}
-    assert modes == {0o755}
-    assert not state_dir.exists()
+        again = run.start_session()
+        assert again.exchange({"op": "get"}) == {"value": 2}
+        again.kill()
+        container = run.container.id
+    assert not backend.work_root.exists() or not list(backend.work_root.rglob("*"))
+    assert docker_cli("ps", "-a", "--filter", f"id={container}", "--format", "{{.ID}}") == ""
+
+
+def test_state_is_bounded_in_bytes_and_files(make_backend: MakeBackend, tmp_path: Path) -> None:
+    # A candidate writing 3 GiB and 100,000 files into /state stops at the bound (ENOSPC, its
+    # own problem); nothing reaches the host disk.
+    backend = make_backend(limits=Limits(response_timeout=20.0, case_timeout=60.0))
+    free_before = shutil.disk_usage(tmp_path).free
+    with backend.open_case("fill") as run:
+        session = run.start_session()
+        answer = session.exchange({"op": "fill", "bytes": 3 << 30, "files": 100_000})
+        free_during = shutil.disk_usage(tmp_path).free
+        session.kill()
+    assert isinstance(answer, dict)
+    assert answer["errors"] == {"bytes": "ENOSPC", "files": "ENOSPC"}
+    assert STATE_SIZE_BYTES - MiB <= answer["written"] <= STATE_SIZE_BYTES
+    assert STATE_INODES - 16 <= answer["made"] <= STATE_INODES
+    # Other processes share the disk: allow them 1 GiB, far below the 3 GiB asked for.
+    assert free_before - free_during < 1 << 30
+    assert not backend.work_root.exists() or not list(backend.work_root.rglob("*"))
+
+
+def test_case_containers_carry_their_owner_and_end_by_their_deadline(
+    make_backend: MakeBackend,
+) -> None:
+    backend = make_backend(limits=Limits(response_timeout=2.0, case_timeout=5.0))
+    with backend.open_case("owner") as run:
+        session = run.start_session()
+        attrs = container_state(run.container.id)
+        session.kill()
+    labels = attrs["Config"]["Labels"]
+    assert labels[OWNER_LABEL] == owner_id()
+    lifetime = int(attrs["Config"]["Cmd"][1])
+    assert attrs["Config"]["Cmd"][0] == "sleep" and 5 <= lifetime <= 5 + 61
+    assert abs(int(labels[EXPIRES_LABEL]) - (time.time() + lifetime)) < 70
+
+
+def test_sweep_removes_containers_of_dead_owners_only(engine: docker.DockerClient) -> None:
+    # A container of an owner that is gone (a pid that no longer runs) is removed; a container
+    # of this live process, and one of an owner this host cannot judge but whose deadline is
+    # still ahead, are kept.
+    boot, namespace, _pid, _start = owner_id().split("/")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    owners = {
+        "dead": (f"{boot}/{namespace}/{dead.pid}/1", time.time() + 600),
+        "live": (owner_id(), time.time() + 600),
+        "elsewhere": ("other-boot/pid:[1]/1/1", time.time() + 600),
+        "expired": ("other-boot/pid:[1]/1/1", time.time() - 5),
+    }
+    made = {}
+    try:
+        for name, (owner, expires) in owners.items():
+            made[name] = engine.containers.create(
+                IMAGE,
+                ["sleep", "600"],
+                labels={OWNER_LABEL: owner, EXPIRES_LABEL: str(int(expires))},
+            )
+        client = connect()
+        try:
+            sweep_containers(client)
+        finally:
+            client.close()
+        left = {name for name, container in made.items()
+                if docker_cli("ps", "-a", "--filter", f"id={container.id}", "-q").strip()}
+        assert left == {"live", "elsewhere"}
+    finally:
+        for container in made.values():
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+                container.remove(force=True)
+
+
+def test_killed_evalarc_leaves_nothing_behind(engine: docker.DockerClient, tmp_path: Path) -> None:
+    # SIGKILL in the middle of a case: its container ends by itself at the case deadline, and
+    # the next EvalArc removes it (and the work folder) at once since its owner is gone.
+    from evalarc.packs import materialize_workspace
+
+    workspace = tmp_path / "candidate"
+    materialize_workspace("durable-kv", "python", reference=False, fault=None, dest=workspace)
+    (workspace / "main.py").write_text(
+        "import sys, time\nprint(sys.stdin.readline() and '', end='')\ntime.sleep(600)\n"
+    )
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    environment = {**os.environ, "TMPDIR": str(temp)}
+    evalarc = Path(sys.executable).with_name("evalarc")
+    process = subprocess.Popen(
+        [str(evalarc), "evaluate", str(workspace), "--image", IMAGE, "--seeds", "17",
+         "--timeout", "300", "--case-timeout", "300", "--output", str(tmp_path / "out")],
+        env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    owner_filter = "label=" + OWNER_LABEL
+    try:
+        deadline = time.monotonic() + 120
+        mine: list[str] = []
+        while time.monotonic() < deadline and not mine:
+            time.sleep(0.2)
+            mine = [
+                container.id for container in engine.containers.list(
+                    filters={"label": OWNER_LABEL})
+                if container.labels[OWNER_LABEL].split("/")[2] == str(process.pid)
+            ]
+        assert mine, "the evaluation never started a case container"
+    finally:
+        process.kill()
+        process.wait()
+    assert [path.name for path in temp.iterdir() if path.name.startswith("evalarc-evaluate-")]
+    from evalarc.runtime.owner import sweep_work_folders
+
+    client = connect()
+    try:
+        sweep_containers(client)
+    finally:
+        client.close()
+    assert sweep_work_folders(temp)
+    assert not [path for path in temp.iterdir() if path.name.startswith("evalarc-")]
+    for container_id in mine:
+        assert docker_cli("ps", "-a", "--filter", f"id={container_id}", "-q").strip() == ""
+    del owner_filter
+
+
+def test_remote_engines_are_refused_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch, snapshot: Path, tmp_path: Path
+) -> None:
+    # A tcp:// engine would fail every case as "did not exit after EOF" (the half-close never
+    # reaches the exec): refused as an environment error instead.
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:2376")
+    with pytest.raises(EnvironmentFailure) as refused:
+        DockerBackend(snapshot, ["{python}", "main.py"], FAST, tmp_path / "work", image=IMAGE)
+    assert "DOCKER_HOST=tcp://127.0.0.1:2376 is not a local engine" in refused.value.message
+    assert "\n" not in refused.value.message
 
 
 # -- the sandbox --------------------------------------------------------------------------------
@@ -634,10 +800,12 @@ def test_sandbox_guarantees(make_backend: MakeBackend, snapshot: Path) -> None:
     assert host["NanoCpus"] == 1_000_000_000
     assert host["Memory"] == host["MemorySwap"] == 256 * MiB
     assert host["PidsLimit"] == 64
-    assert host["Tmpfs"] == {"/tmp": "rw,noexec,nosuid,size=16m"}
-    assert sorted(host["Binds"]) == sorted(
-        [f"{snapshot.resolve()}:/candidate:ro", f"{run.state_dir}:/state:rw"]
-    )
+    assert host["Tmpfs"] == {"/tmp": "rw,noexec,nosuid,size=16m", "/state": STATE_OPTIONS}
+    assert host["Binds"] == [f"{snapshot.resolve()}:/candidate:ro"]
+    state_mount = [line.split() for line in facts["mounts"] if line.split()[1] == "/state"]
+    assert len(state_mount) == 1 and state_mount[0][2] == "tmpfs"
+    assert {"size=65536k", "nr_inodes=4096", "nosuid", "nodev"} <= set(
+        state_mount[0][3].split(","))
     assert attrs["Config"]["Labels"][CASE_LABEL] == run.case_id
     assert not any("docker.sock" in bind for bind in host["Binds"])
 

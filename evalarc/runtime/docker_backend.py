@@ -8,13 +8,22 @@ container per session on the 2-core reference machine (median 63 vs 149 ms at lo
 single session costs more than with a container per session, and cases of three or more cost
 less. The guarantees of a container per session are kept:
 
-* The case container runs ``docker-init -- sleep infinity`` as pid 1 under a uid of its own
-  (:data:`IDLE_USER`); candidates run as 65534:65534 and therefore can neither signal the idle
-  processes nor be mistaken for them. docker-init reaps orphans, so killed processes do not linger
-  as zombies inside the pids limit.
+* The case container runs ``docker-init -- sleep <seconds>`` as pid 1 under a uid of its own
+  (:data:`IDLE_USER`), the seconds ending shortly after the case deadline: a container whose
+  EvalArc died without cleaning up (SIGKILL, a lost node) stops by itself then and the engine
+  removes it (auto-remove). Every container carries its owner (:mod:`evalarc.runtime.owner`)
+  and that expiry as labels, and each new backend first sweeps leftovers of dead owners
+  (:func:`sweep_containers`). Candidates run as 65534:65534 and therefore can neither signal
+  the idle processes nor be mistaken for them. docker-init reaps orphans, so killed processes
+  do not linger as zombies inside the pids limit.
 * Network off, read-only root, every capability dropped, no-new-privileges, 1 CPU, 256 MiB without
   extra swap, 64 pids, a 16 MiB ``noexec,nosuid`` tmpfs on /tmp, the snapshot read-only at
-  /candidate, the case's state directory (mode 0777) read-write at /state, workdir /candidate.
+  /candidate, and /state a tmpfs of the case container (mode 0777) bounded in size
+  (:data:`STATE_SIZE_BYTES`) and inodes (:data:`STATE_INODES`), workdir /candidate. /state lives
+  in memory charged to the container's own memory limit: a candidate writing past the bound
+  gets ENOSPC (its failure, graded like any other), and the host disk is never written. The
+  sessions of a case share it; it goes with the container (when the reaper cannot run and the
+  container must be replaced, the next session starts with an empty /state).
   Execs inherit the container's cgroup, capabilities and no-new-privileges; nothing else (no
   grader, no Docker socket) is mounted.
 * Each session execs a trusted ``/bin/sh -c`` prelude that prints ``evalarc-<32 hex>:ready`` and
@@ -25,10 +34,11 @@ less. The guarantees of a container per session are kept:
   run (a fork bomb holding every pid, say) the container is removed instead and the next session
   gets a fresh one. A session that exits by itself after EOF is reaped the same way before the
   next session starts (or when the case closes).
-* Leaving :meth:`DockerBackend.open_case` removes the container (killing whatever still runs)
-  and then the state directory, each Docker call bounded by :data:`CLEANUP_TIMEOUT` seconds.
-  When a non-root host user may not delete what uid 65534 wrote (a folder the candidate made),
-  /state is first emptied from a fresh container as 65534.
+* Leaving :meth:`DockerBackend.open_case` removes the container (killing whatever still runs,
+  /state with it), each Docker call bounded by :data:`CLEANUP_TIMEOUT` seconds.
+* Only a local engine (``unix://``) is accepted: the snapshot is a bind mount of a host path,
+  and a remote engine's exec streams do not carry the stdin half-close; any other
+  ``DOCKER_HOST`` is an environment error before anything runs.
 
 Streams come from ``exec_start(socket=True)``: one socket carrying stdin one way and Docker's
 multiplexed stdout/stderr frames (8-byte headers) the other way; closing stdin is a half-close of
@@ -37,14 +47,14 @@ the socket. The JSON-lines logic (limits, parsing, fault wording) is :mod:`evala
 
 from __future__ import annotations
 
+import math
+import os
 import platform
-import re
 import secrets
 import select
-import shutil
 import socket
 import struct
-import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -72,6 +82,7 @@ from evalarc.runtime.jsonl import (
     parse_response,
 )
 from evalarc.runtime.local import CaseClock
+from evalarc.runtime.owner import EXPIRES_LABEL, OWNER_LABEL, owner_alive, owner_id
 from evalarc.runtime.protocol import AgentFault, Limits, Transcript
 from evalarc.runtime.recording import CLEANUP_FAILED
 from evalarc.runtime.snapshot import expand_command
@@ -94,6 +105,20 @@ MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
 PIDS_LIMIT = 64
 NANO_CPUS = 1_000_000_000
 TMPFS_OPTIONS = "rw,noexec,nosuid,size=16m"
+STATE_SIZE_BYTES = 64 * 1024 * 1024
+"""Bytes /state may hold (a tmpfs of the case container)."""
+STATE_INODES = 4096
+"""Files and folders /state may hold."""
+STATE_OPTIONS = (
+    f"rw,nosuid,nodev,size={STATE_SIZE_BYTES // 1024}k,nr_inodes={STATE_INODES},mode=0777"
+)
+LIFETIME_SLACK_SECONDS = 3 * CLEANUP_TIMEOUT
+"""How long after its case deadline an idle case container ends by itself: room for the last
+exchange and the cleanup calls of a live EvalArc, which removes it first."""
+LOCAL_ENGINE = "http+docker://localhost"
+"""The docker SDK's base URL for an engine on a unix socket."""
+POOL_SIZE = 64
+"""HTTP connections to the engine kept per backend (cases of one backend run side by side)."""
 
 _PRELUDE = 'printf "%s\\n" "$0" && exec "$@"'
 """Runs as ``sh -c _PRELUDE <marker> <argv...>``: prints the marker line, becomes the candidate."""
@@ -119,6 +144,7 @@ done
 for dir in /tmp /dev/shm "$@"; do
   for entry in "$dir"/* "$dir"/.[!.]* "$dir"/..?*; do
     if [ -e "$entry" ] || [ -L "$entry" ]; then
+      find "$dir" -mindepth 1 -type d ! -perm -u=rwx -exec chmod u+rwx {} + 2>/dev/null
       rm -rf "$dir"/* "$dir"/.[!.]* "$dir"/..?* || exit 4
       break
     fi
@@ -128,7 +154,8 @@ exit 0
 """
 """Runs as ``sh -c _REAPER reaper [extra dirs to empty]`` under uid 65534: SIGKILL every other
 process of that uid (``kill -1`` spares the caller and uids it may not signal), wait until none
-is listed in /proc, then empty the scratch folders."""
+is listed in /proc, then empty the scratch folders (folders the candidate locked, e.g. mode
+0500, are first made writable again: find does not follow links)."""
 _READ_CHUNK = 65536
 _POLL_INTERVAL = 0.005
 _FRAME_HEADER = struct.Struct(">BxxxL")
@@ -555,12 +582,11 @@ class DockerSession:
 
 
 class DockerCaseRun:
-    """One case: a fresh state directory, the case deadline and (once needed) its container."""
+    """One case: the case deadline and (once needed) its container, whose tmpfs is /state."""
 
-    def __init__(self, backend: DockerBackend, state_dir: Path, clock: CaseClock) -> None:
+    def __init__(self, backend: DockerBackend, clock: CaseClock) -> None:
         self.backend = backend
         self.limits = backend.limits
-        self.state_dir = state_dir
         self.clock = clock
         self.case_id = uuid.uuid4().hex
         self.transcript = Transcript()
@@ -680,7 +706,7 @@ class DockerCaseRun:
             raise _docker_failure(f"remove the containers of case {self.case_id}", error) from None
 
     def close(self) -> None:
-        """Kill every session, remove the container, then the state directory."""
+        """Kill every session and remove the container (its /state goes with it)."""
         if self._closed:
             return
         self._closed = True
@@ -692,10 +718,6 @@ class DockerCaseRun:
                 problems.append(error.message)
         try:
             self.remove_container()
-        except EnvironmentFailure as error:
-            problems.append(error.message)
-        try:
-            self._remove_state_dir()
         except EnvironmentFailure as error:
             problems.append(error.message)
         if problems:
@@ -710,34 +732,6 @@ class DockerCaseRun:
             )
             raise EnvironmentFailure(message)
 
-    def _remove_state_dir(self) -> None:
-        try:
-            shutil.rmtree(self.state_dir)
-            return
-        except FileNotFoundError:
-            return
-        except PermissionError:
-            pass
-        except OSError as error:
-            raise EnvironmentFailure(
-                f"could not remove state directory {self.state_dir}: {error.strerror}"
-            ) from None
-        # A folder the candidate made (owned by 65534) can stop a non-root host user: empty the
-        # state directory from a fresh container, as the candidate's uid, then try again.
-        self.container_id()
-        try:
-            self.reap(None, "/state")
-        finally:
-            self.remove_container()
-        try:
-            shutil.rmtree(self.state_dir)
-        except FileNotFoundError:
-            pass
-        except OSError as error:
-            raise EnvironmentFailure(
-                f"could not remove state directory {self.state_dir}: {error.strerror}"
-            ) from None
-
 
 class DockerBackend:
     """Runs the snapshot's command in containers of one locally available image."""
@@ -751,9 +745,12 @@ class DockerBackend:
         limits: Limits,
         work_root: Path,
         image: str = DEFAULT_IMAGE,
+        owner: str | None = None,
     ) -> None:
         if not command:
             raise ValueError("the candidate command template is empty")
+        self.owner = owner or owner_id()
+        """Labels every container (:data:`OWNER_LABEL`): the process responsible for it."""
         self.snapshot_dir = snapshot_dir.resolve()
         self.command = list(command)
         self.limits = limits
@@ -761,15 +758,8 @@ class DockerBackend:
         self.image = image
         self.backend_id = uuid.uuid4().hex
         """Labels every container of this backend (:data:`BACKEND_LABEL`)."""
-        self._cases = 0
-        try:
-            self.client: Any = docker.from_env(timeout=int(CLEANUP_TIMEOUT))
-            self.client.ping()
-        except (DockerException, OSError) as error:
-            raise EnvironmentFailure(
-                f"cannot reach the Docker engine ({error}); start it (as root: bash "
-                f"scripts/docker_setup.sh) or point DOCKER_HOST at a running engine"
-            ) from None
+        self.client: Any = connect()
+        sweep_once(self.client)
         self.image_id = self._resolve_image()
 
     def _resolve_image(self) -> str:
@@ -794,8 +784,11 @@ class DockerBackend:
             "image_id": self.image_id,
             "command": list(self.command),
             **self.limits.to_json(),
+            "state_size_bytes": STATE_SIZE_BYTES,
+            "state_inodes": STATE_INODES,
             "python": platform.python_version(),
-            "platform": platform.platform(),
+            "os": platform.system(),
+            "architecture": platform.machine(),
         }
 
     def expand(self) -> list[str]:
@@ -810,17 +803,26 @@ class DockerBackend:
         # Until the start succeeds, a container may exist that the case does not know about
         # (a failed or interrupted call): the case then sweeps by label when it closes.
         case.sweep_needed = True
+        lifetime = max(
+            1, math.ceil(case.clock.deadline - time.monotonic() + LIFETIME_SLACK_SECONDS)
+        )
+        expires = math.ceil(time.time() + lifetime)
         try:
             container = self.client.containers.create(
                 self.image_id,
-                ["sleep", "infinity"],
+                ["sleep", str(lifetime)],
                 name=f"evalarc-{case.case_id}-{case.containers_made}",
                 # The engine removes the container itself once it stops, also when it comes back
                 # after dying mid-run: nothing is left behind even when we cannot remove it.
                 auto_remove=True,
                 init=True,
                 user=IDLE_USER,
-                labels={CASE_LABEL: case.case_id, BACKEND_LABEL: self.backend_id},
+                labels={
+                    CASE_LABEL: case.case_id,
+                    BACKEND_LABEL: self.backend_id,
+                    OWNER_LABEL: self.owner,
+                    EXPIRES_LABEL: str(expires),
+                },
                 network_disabled=True,
                 network_mode="none",
                 read_only=True,
@@ -830,11 +832,8 @@ class DockerBackend:
                 mem_limit=MEMORY_LIMIT_BYTES,
                 memswap_limit=MEMORY_LIMIT_BYTES,
                 pids_limit=PIDS_LIMIT,
-                tmpfs={"/tmp": TMPFS_OPTIONS},
-                volumes={
-                    str(self.snapshot_dir): {"bind": "/candidate", "mode": "ro"},
-                    str(case.state_dir): {"bind": "/state", "mode": "rw"},
-                },
+                tmpfs={"/tmp": TMPFS_OPTIONS, "/state": STATE_OPTIONS},
+                volumes={str(self.snapshot_dir): {"bind": "/candidate", "mode": "ro"}},
                 working_dir="/candidate",
                 stdin_open=False,
                 tty=False,
@@ -852,27 +851,91 @@ class DockerBackend:
 
     @contextmanager
     def open_case(self, label: str) -> Iterator[DockerCaseRun]:
+        """Open one case; /state is the case container's own bounded tmpfs, so nothing of the
+        case is written on the host (``label`` only names the case in messages)."""
+        del label
         opened = time.monotonic()
         clock = CaseClock(opened=opened, deadline=opened + self.limits.case_timeout)
-        self._cases += 1
-        try:
-            self.work_root.mkdir(parents=True, exist_ok=True)
-            state_dir = Path(
-                tempfile.mkdtemp(
-                    prefix=f"state-{self._cases}-{_folder_name(label)}-",
-                    dir=self.work_root,
-                )
-            )
-            state_dir.chmod(0o777)
-        except OSError as error:
-            raise EnvironmentFailure(
-                f"could not create a state directory under {self.work_root}: {error.strerror}"
-            ) from None
-        run = DockerCaseRun(self, state_dir, clock)
+        run = DockerCaseRun(self, clock)
         try:
             yield run
         finally:
             run.close()
+
+
+def connect() -> Any:
+    """A docker SDK client of the local engine; a remote or unreachable engine is an
+    environment failure with a one-line message."""
+    host = os.environ.get("DOCKER_HOST", "").strip()
+    if host and not host.startswith("unix://"):
+        raise EnvironmentFailure(
+            f"DOCKER_HOST={host} is not a local engine: EvalArc runs candidates only on a "
+            "unix:// Docker socket on this machine (bind mounts and stdin half-close need one); "
+            "unset DOCKER_HOST or point it at unix:///var/run/docker.sock"
+        )
+    try:
+        client: Any = docker.from_env(timeout=int(CLEANUP_TIMEOUT), max_pool_size=POOL_SIZE)
+        client.ping()
+    except (DockerException, OSError) as error:
+        raise EnvironmentFailure(
+            f"cannot reach the Docker engine ({error}); start it (as root: bash "
+            f"scripts/docker_setup.sh) or point DOCKER_HOST at a running engine"
+        ) from None
+    if getattr(client.api, "base_url", LOCAL_ENGINE) != LOCAL_ENGINE:
+        client.close()
+        raise EnvironmentFailure(
+            "the Docker engine is not on a local unix:// socket; EvalArc runs candidates only "
+            "on a local engine"
+        )
+    return client
+
+
+def leftover(labels: dict[str, str], now: float) -> bool:
+    """Whether a container with these labels belongs to nobody any more: its owner is gone,
+    or nobody here can judge the owner and its case deadline has passed."""
+    owner = labels.get(OWNER_LABEL, "")
+    alive = owner_alive(owner) if owner else None
+    if alive is False:
+        return True
+    if alive is True:
+        return False
+    try:
+        expires = float(labels.get(EXPIRES_LABEL, ""))
+    except ValueError:
+        return False
+    return math.isfinite(expires) and expires < now
+
+
+def sweep_containers(client: Any) -> int:
+    """Remove EvalArc case containers left by dead owners (see :func:`leftover`); return how
+    many were removed. Engine errors are ignored: the sweep is a safety net."""
+    removed = 0
+    try:
+        containers = client.containers.list(all=True, filters={"label": OWNER_LABEL})
+    except (DockerException, OSError):
+        return 0
+    now = time.time()
+    for container in containers:
+        labels = dict(container.labels or {})
+        if leftover(labels, now):
+            with suppress(DockerException, OSError):
+                _force_remove(container)
+                removed += 1
+    return removed
+
+
+_swept = threading.Lock()
+_sweep_done = False
+
+
+def sweep_once(client: Any) -> None:
+    """Sweep leftovers the first time this process connects to the engine."""
+    global _sweep_done
+    with _swept:
+        if _sweep_done:
+            return
+        _sweep_done = True
+    sweep_containers(client)
 
 
 def _force_remove(container: Any) -> None:
@@ -885,8 +948,3 @@ def _force_remove(container: Any) -> None:
     except APIError as error:
         if error.status_code != 409 or "already in progress" not in str(error.explanation):
             raise
-
-
-def _folder_name(label: str) -> str:
-    """A label such as ``17/read-write-delete`` made safe and short for a folder name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.")[:60] or "case"

@@ -474,7 +474,8 @@ class LocalBackend:
             "command": list(self.command),
             **self.limits.to_json(),
             "python": platform.python_version(),
-            "platform": platform.platform(),
+            "os": platform.system(),
+            "architecture": platform.machine(),
         }
 
     def environment(self) -> dict[str, str]:

@@ -1,0 +1,551 @@
+"""``--executor ray``: one Ray task per case on the nodes of a Ray cluster.
+
+Trust boundary: the workers run EvalArc's own code (this package, installed on every node) and
+EvalArc's own Docker backend against their node's local engine, but no verdict is taken from
+them. Each task returns the case's transcript (and, for the check below, the record it
+derived); this host replays the transcript through its own grader, exactly as ``verify`` and
+``--backend replay`` do, and accepts only the record it derives itself:
+
+* a transcript that does not replay (divergence) or a worker record that differs from the
+  host's is *rejected*: the case becomes an environment failure ("rejected by the host"),
+  unassessed, and the evaluation invalid;
+* a task whose worker or node dies is never retried by Ray (``max_retries=0``): the case becomes
+  an environment failure ("the Ray worker ... was lost"); ``--retry-infrastructure`` may run it
+  again, visibly.
+
+Either way the saved recording is what this host replayed (a rejected or lost case is saved as
+one environment ``fault`` event), so ``verify`` re-derives the same record from the folder.
+
+Before any case runs, every node that declares the :data:`SLOT_RESOURCE` resource is probed:
+its EvalArc version, the pack's grader fingerprint and the runtime object its Docker backend
+reports (image id, limits, command, Python, OS, architecture) must equal this host's, or the run
+is refused with a message naming the node. Each candidate snapshot is put into Ray's object
+store once and its fingerprint is checked again on the node that unpacks it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalarc import __version__
+from evalarc.canonical import sha256_text
+from evalarc.errors import EnvironmentFailure, EvalArcError, InputError
+from evalarc.packs import Pack, grader_sha256, load_pack, run_case
+from evalarc.runtime.protocol import Limits, Transcript
+from evalarc.runtime.recording import RecordingIndex, RunKey, parse_recording, runtime_fingerprint
+from evalarc.runtime.replay import RecordingStore, ReplayBackend
+from evalarc.runtime.snapshot import Snapshot, snapshot_candidate
+from evalarc.schedule import CaseJob, CaseResult
+
+SLOT_RESOURCE = "evalarc_slot"
+"""The custom resource a node declares (``ray start --resources '{"evalarc_slot": N}'``) to run
+N EvalArc cases at once; a case task asks for one."""
+LOST = "the Ray worker running this case was lost"
+REJECTED = "rejected by the host"
+MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
+RAY_HINT = "--executor ray needs Ray on this machine and on every node: pip install 'evalarc[ray]'"
+PROBE_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class RaySubject:
+    snapshot: Snapshot
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise EnvironmentFailure(RAY_HINT) from None
+    return ray
+
+
+# -- what runs on a node ---------------------------------------------------------------------
+
+
+def snapshot_blob(snapshot: Snapshot) -> bytes:
+    """The snapshot's files as an uncompressed tar (what goes once into the object store)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for path in sorted(snapshot.path.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                info = tarfile.TarInfo(path.relative_to(snapshot.path).as_posix())
+                data = path.read_bytes()
+                info.size = len(data)
+                info.mode = path.stat().st_mode & 0o777
+                info.mtime = 0
+                archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def unpack_snapshot(blob: bytes, sha256: str, default_command: list[str], root: Path) -> Snapshot:
+    """Unpack a snapshot blob under ``root`` (once per node and fingerprint) and prove that it
+    is the candidate the host fingerprinted."""
+    final = root / f"evalarc-worker-{sha256[:32]}"
+    if (final / "snapshot").is_dir():
+        # Several workers of a node may check the cached copy at once: each in its own folder.
+        check = Path(tempfile.mkdtemp(prefix="evalarc-worker-check-", dir=root))
+        try:
+            snapshot = snapshot_candidate(final / "snapshot", check / "copy", default_command)
+        finally:
+            shutil.rmtree(check, ignore_errors=True)
+        if snapshot.sha256 == sha256:
+            return _moved(snapshot, final / "snapshot")
+        shutil.rmtree(final, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix="evalarc-worker-unpack-", dir=root))
+    try:
+        files = staging / "files"
+        files.mkdir()
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:") as archive:
+            archive.extractall(files, filter="data")
+        snapshot = snapshot_candidate(files, staging / "snapshot", default_command)
+        if snapshot.sha256 != sha256:
+            raise EnvironmentFailure(
+                f"the candidate snapshot arrived as {snapshot.sha256[:12]}, not {sha256[:12]}"
+            )
+        shutil.rmtree(files)
+        try:
+            staging.rename(final)
+        except OSError:  # another worker of this node unpacked it first
+            shutil.rmtree(staging, ignore_errors=True)
+        return _moved(snapshot, final / "snapshot")
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _moved(snapshot: Snapshot, path: Path) -> Snapshot:
+    return Snapshot(
+        path, snapshot.sha256, snapshot.files, snapshot.bytes, snapshot.command, snapshot.manifest
+    )
+
+
+def node_probe(task: str, image: str, limits: Limits, command: list[str]) -> dict[str, Any]:
+    """What a node would run cases with (the host compares it with its own)."""
+    from evalarc.runtime.docker_backend import DockerBackend
+
+    pack = load_pack(task)
+    work = Path(tempfile.mkdtemp(prefix="evalarc-worker-probe-"))
+    try:
+        backend = DockerBackend(work, command, limits, work, image=image)
+        try:
+            runtime = backend.runtime()
+        finally:
+            backend.client.close()
+    except EnvironmentFailure as error:
+        return {"error": error.message}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "evalarc_version": __version__,
+        "grader_sha256": grader_sha256(pack),
+        "runtime": runtime,
+    }
+
+
+_BACKENDS: dict[tuple[str, str], Any] = {}
+"""One Docker backend per (snapshot, image) in each worker process (Ray reuses workers)."""
+
+
+def run_case_on_node(
+    task: str,
+    blob: bytes,
+    sha256: str,
+    seed: int,
+    case_id: str,
+    limits: Limits,
+    image: str,
+) -> dict[str, Any]:
+    """Run one case with EvalArc's Docker backend on this node; return its transcript."""
+    from evalarc.runtime.docker_backend import DockerBackend
+
+    pack = load_pack(task)
+    started = time.monotonic()
+    key = (sha256, image)
+    backend = _BACKENDS.get(key)
+    if backend is not None and not backend.snapshot_dir.is_dir():
+        backend.client.close()  # an earlier run ended and removed this node's copy
+        backend = None
+    if backend is None:
+        root = Path(tempfile.gettempdir())
+        snapshot = unpack_snapshot(blob, sha256, list(pack.default_command), root)
+        backend = DockerBackend(snapshot.path, snapshot.command, limits, root, image=image)
+        _BACKENDS[key] = backend
+    cases = [case for case in pack.grader.generate_cases(seed) if case.case_id == case_id]
+    if len(cases) != 1:
+        raise EnvironmentFailure(f"no case {seed}/{case_id} in {task}")
+    record, recording = run_case(pack.grader, backend, cases[0], limits)
+    return {
+        "transcript": recording.transcript.jsonl() if recording is not None else "",
+        "record": record,
+        "duration_seconds": time.monotonic() - started,
+    }
+
+
+def sweep_node(snapshots: Sequence[str] = ()) -> int:
+    """Remove leftovers of dead owners from this node's engine (workers killed mid-case) and
+    this node's copies of the run's snapshots; return how many containers were removed."""
+    from evalarc.runtime.docker_backend import connect, sweep_containers
+
+    root = Path(tempfile.gettempdir())
+    for sha256 in snapshots:
+        shutil.rmtree(root / f"evalarc-worker-{sha256[:32]}", ignore_errors=True)
+    client = connect()
+    try:
+        return sweep_containers(client)
+    finally:
+        client.close()
+
+
+# -- the host side ---------------------------------------------------------------------------
+
+
+def _fault_transcript(message: str) -> Transcript:
+    transcript = Transcript()
+    transcript.add("fault", 0, 0.0, message=message, kind="environment")
+    return transcript
+
+
+class RayExecutor:
+    """Case jobs as Ray tasks; every record re-derived on this host (see the module doc)."""
+
+    def __init__(
+        self,
+        pack: Pack,
+        subjects: Sequence[RaySubject],
+        limits: Limits,
+        *,
+        image: str,
+        address: str | None,
+        on_start: Callable[[CaseJob], None] | None = None,
+    ) -> None:
+        self._ray = ray = _import_ray()
+        self._pack = pack
+        self._subjects = subjects
+        self._limits = limits
+        self._image = image
+        self._on_start = on_start
+        self._pending: dict[Any, CaseJob] = {}
+        self._queued: deque[CaseJob] = deque()
+        self.window = 0
+        """Cases handed to Ray at once: twice the slots of the cluster."""
+        self._rejections: list[str] = []
+        self._lost: list[str] = []
+        self._started_here = False
+        self._grader = grader_sha256(pack)
+        try:
+            if not ray.is_initialized():
+                self._connect(address)
+            self._nodes = self._slot_nodes()
+            self.window = 2 * self._slot_count()
+            self._runtime = self._check_nodes(pack, subjects)
+            self._remote_case = ray.remote(run_case_on_node).options(
+                num_cpus=0,
+                resources={SLOT_RESOURCE: 1},
+                max_retries=0,
+                retry_exceptions=False,
+            )
+            self._blobs = [ray.put(snapshot_blob(subject.snapshot)) for subject in subjects]
+        except BaseException:
+            self.close()
+            raise
+
+    # -- set-up -------------------------------------------------------------------------------
+
+    def _connect(self, address: str | None) -> None:
+        ray = self._ray
+        target = address or os.environ.get("RAY_ADDRESS") or None
+        try:
+            if target is None:
+                from evalarc.schedule import default_jobs
+
+                ray.init(
+                    resources={SLOT_RESOURCE: default_jobs()},
+                    include_dashboard=False,
+                    _node_ip_address="127.0.0.1",
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+                self._started_here = True
+            else:
+                ray.init(address=target, log_to_driver=False, configure_logging=False)
+        except Exception as error:  # Ray raises many kinds (ConnectionError, RuntimeError ...)
+            raise EnvironmentFailure(
+                f"cannot join the Ray cluster {target or '(a new local one)'}: "
+                f"{str(error).splitlines()[0] if str(error) else type(error).__name__}"
+            ) from None
+
+    def _slot_nodes(self) -> list[str]:
+        nodes = [
+            node["NodeID"]
+            for node in self._ray.nodes()
+            if node.get("Alive") and node.get("Resources", {}).get(SLOT_RESOURCE, 0) >= 1
+        ]
+        if not nodes:
+            raise EnvironmentFailure(
+                f"no node of the Ray cluster declares the resource {SLOT_RESOURCE}: start the "
+                f"nodes that run cases with ray start --resources '{{\"{SLOT_RESOURCE}\": N}}'"
+            )
+        return sorted(nodes)
+
+    def _slot_count(self) -> int:
+        total = sum(
+            int(node.get("Resources", {}).get(SLOT_RESOURCE, 0))
+            for node in self._ray.nodes()
+            if node.get("Alive")
+        )
+        return max(1, total)
+
+    def _check_nodes(self, pack: Pack, subjects: Sequence[RaySubject]) -> dict[str, Any]:
+        """Probe every slot node; refuse the run unless all match this host."""
+        ray = self._ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        command = list(subjects[0].snapshot.command)
+        probe = ray.remote(node_probe)
+        refs = {
+            node: probe.options(
+                num_cpus=0,
+                max_retries=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+            ).remote(pack.id, self._image, self._limits, command)
+            for node in self._nodes
+        }
+        try:
+            answers = {node: ray.get(ref, timeout=PROBE_TIMEOUT) for node, ref in refs.items()}
+        except Exception as error:
+            raise EnvironmentFailure(
+                f"a Ray node did not answer the EvalArc probe: {type(error).__name__}"
+            ) from None
+        expected: dict[str, Any] | None = None
+        local = self._local_runtime(command)
+        for node, answer in answers.items():
+            name = node[:12]
+            if "error" in answer:
+                raise EnvironmentFailure(f"Ray node {name} cannot run cases: {answer['error']}")
+            if answer.get("evalarc_version") != __version__:
+                raise EnvironmentFailure(
+                    f"Ray node {name} runs EvalArc {answer.get('evalarc_version')}, this host "
+                    f"{__version__}: install the same version on every node"
+                )
+            if answer.get("grader_sha256") != self._grader:
+                raise EnvironmentFailure(
+                    f"Ray node {name} has grader {str(answer.get('grader_sha256'))[:12]} for "
+                    f"{pack.id}, this host {self._grader[:12]}: install the same packs everywhere"
+                )
+            runtime = answer.get("runtime")
+            if not isinstance(runtime, dict):
+                raise EnvironmentFailure(f"Ray node {name} sent no runtime")
+            reference = expected or local or runtime
+            if runtime != reference:
+                keys = sorted(
+                    key
+                    for key in set(runtime) | set(reference)
+                    if runtime.get(key) != reference.get(key)
+                )
+                raise EnvironmentFailure(
+                    f"Ray node {name} would run cases under another runtime ({', '.join(keys)} "
+                    f"differ, e.g. image id {str(runtime.get('image_id'))[:19]}): every node "
+                    "needs the same image, Python, OS and architecture"
+                )
+            expected = runtime
+        assert expected is not None
+        return expected
+
+    def _local_runtime(self, command: list[str]) -> dict[str, Any] | None:
+        """This host's own runtime when it has the engine and the image (else the nodes')."""
+        answer = node_probe(self._pack.id, self._image, self._limits, command)
+        runtime = answer.get("runtime")
+        return runtime if isinstance(runtime, dict) else None
+
+    # -- the Executor protocol ----------------------------------------------------------------
+
+    def runtime(self, subject: int) -> dict[str, Any]:
+        del subject
+        runtime = dict(self._runtime)
+        for name, value in self._limits.to_json().items():
+            runtime.setdefault(name, value)
+        return runtime
+
+    def submit(self, job: CaseJob) -> None:
+        """Queue a case; at most :attr:`window` cases are handed to Ray at once, so the driver's
+        bookkeeping stays bounded however many cases a sweep has."""
+        self._queued.append(job)
+        self._top_up()
+
+    def _top_up(self) -> None:
+        while self._queued and len(self._pending) < self.window:
+            job = self._queued.popleft()
+            subject = self._subjects[job.subject]
+            ref = self._remote_case.remote(
+                self._pack.id,
+                self._blobs[job.subject],
+                subject.snapshot.sha256,
+                job.case.seed,
+                job.case.case_id,
+                self._limits,
+                self._image,
+            )
+            self._pending[ref] = job
+            if self._on_start is not None:
+                self._on_start(job)
+
+    def next_result(self, timeout: float) -> tuple[CaseJob, CaseResult] | None:
+        self._top_up()
+        if not self._pending:
+            time.sleep(timeout)
+            return None
+        ready, _ = self._ray.wait(list(self._pending), num_returns=1, timeout=timeout)
+        if not ready:
+            return None
+        ref = ready[0]
+        job = self._pending.pop(ref)
+        try:
+            answer = self._ray.get(ref)
+        except Exception as error:  # the worker, its node or the object was lost
+            cause = getattr(error, "cause", None)
+            if isinstance(cause, EvalArcError):
+                message = f"the Ray worker could not run this case: {cause.message}"
+            else:
+                message = f"{LOST} ({type(error).__name__})"
+            label = f"{job.case.seed}/{job.case.case_id}"
+            self._lost.append(f"case {label}: {message}")
+            return job, self._derive(job, _fault_transcript(message), None, None)
+        return job, self._accept(job, answer)
+
+    def cancel(self) -> None:
+        self._queued.clear()
+        for ref in list(self._pending):
+            with contextlib.suppress(Exception):
+                self._ray.cancel(ref, force=True)
+        self._pending.clear()
+        self.sweep()
+
+    def sweep(self) -> None:
+        """On every live slot node: remove containers of dead owners (workers killed
+        mid-case) and the node's copies of this run's snapshots."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        ray = self._ray
+        sweeper = ray.remote(sweep_node)
+        alive = {node["NodeID"] for node in ray.nodes() if node.get("Alive")}
+        refs = [
+            sweeper.options(
+                num_cpus=0,
+                max_retries=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+            ).remote([subject.snapshot.sha256 for subject in self._subjects])
+            for node in getattr(self, "_nodes", [])
+            if node in alive
+        ]
+        with contextlib.suppress(Exception):
+            ray.get(refs, timeout=60)
+
+    def close(self) -> None:
+        if self._ray.is_initialized() and hasattr(self, "_nodes"):
+            self.sweep()
+        if self._started_here:
+            self._ray.shutdown()
+
+    def notes(self) -> list[str]:
+        """One line per rejected transcript and per lost case (each made its case invalid)."""
+        return [*self._rejections, *self._lost]
+
+    # -- re-deriving every verdict ------------------------------------------------------------
+
+    def _accept(self, job: CaseJob, answer: object) -> CaseResult:
+        label = f"{job.case.seed}/{job.case.case_id}"
+        if not isinstance(answer, dict) or not isinstance(answer.get("transcript"), str):
+            return self._reject(job, "the worker's answer is not a transcript")
+        text = answer["transcript"]
+        if len(text) > MAX_TRANSCRIPT_BYTES:
+            return self._reject(job, "the transcript is larger than a recording may be")
+        try:
+            transcript = parse_recording(text.encode("ascii"), Path(label))
+        except (InputError, UnicodeEncodeError) as error:
+            message = error.message if isinstance(error, InputError) else "not ASCII"
+            return self._reject(job, f"the transcript is malformed ({message})")
+        if not transcript.events:
+            return self._reject(job, "the worker recorded nothing")
+        return self._derive(job, transcript, answer.get("duration_seconds"), answer.get("record"))
+
+    def _reject(self, job: CaseJob, why: str) -> CaseResult:
+        label = f"{job.case.seed}/{job.case.case_id}"
+        self._rejections.append(f"{REJECTED}: case {label}: {why}")
+        return self._derive(job, _fault_transcript(f"{REJECTED}: {why}"), None, None)
+
+    def _derive(
+        self,
+        job: CaseJob,
+        transcript: Transcript,
+        duration: object,
+        worker_record: object,
+    ) -> CaseResult:
+        """Replay ``transcript`` through this host's grader; the record is the host's own."""
+        subject = self._subjects[job.subject]
+        runtime = self.runtime(job.subject)
+        runtime_sha256 = runtime_fingerprint(runtime)
+        pack_key = f"{self._pack.id}@{self._pack.version}"
+        text = transcript.jsonl()
+        name = sha256_text(text)
+        index = RecordingIndex()
+        key = RunKey(
+            subject.snapshot.sha256,
+            pack_key,
+            self._grader,
+            job.case.seed,
+            job.case.case_id,
+            runtime_sha256,
+        )
+        index.runtimes[runtime_sha256] = runtime
+        if transcript.events:
+            index.add(key, name)
+        data = text.encode("ascii")
+        store = RecordingStore(
+            index, "the worker's transcript", lambda wanted: data if wanted == name else None
+        )
+        backend = ReplayBackend(
+            store,
+            candidate_sha256=subject.snapshot.sha256,
+            pack=pack_key,
+            grader_sha256=self._grader,
+            runtime_sha256=runtime_sha256,
+            limits=self._limits,
+        )
+        record, recording = run_case(self._pack.grader, backend, job.case, self._limits)
+        if backend.divergences:
+            return self._reject(job, backend.divergences[0].message)
+        if worker_record is not None and _without_timing(worker_record) != _without_timing(record):
+            return self._reject(
+                job,
+                "the worker's record contradicts the transcript it sent (status "
+                f"{_status(worker_record)} against the host's {record.get('status')})",
+            )
+        if (
+            isinstance(duration, int | float)
+            and not isinstance(duration, bool)
+            and 0 <= duration < 1e9
+        ):
+            record["duration_seconds"] = round(max(float(duration), 0.0), 6)
+        return CaseResult(record, recording)
+
+
+def _without_timing(record: object) -> object:
+    if not isinstance(record, dict):
+        return record
+    return {key: value for key, value in record.items() if key != "duration_seconds"}
+
+
+def _status(record: object) -> str:
+    return str(record.get("status")) if isinstance(record, dict) else "?"
