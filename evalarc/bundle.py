@@ -86,13 +86,18 @@ CANCELLING_SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 
 @contextlib.contextmanager
-def signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[Callable[[], bool]]:
     """Hold the cancelling signals back for the duration (a step that a Ctrl-C, SIGTERM or
     SIGHUP must not cut in half, such as creating the staging folder or removing it), then
     deliver any that arrived to the handler that was in place. A no-op outside the main thread,
-    where Python delivers no signals anyway."""
+    where Python delivers no signals anyway.
+
+    Yields a function telling whether a signal has arrived, so a long step can poll it and stop
+    at a point of its own choosing: a KeyboardInterrupt raised at an arbitrary point of the main
+    thread can leave a lock of ``threading`` or ``concurrent.futures`` held forever (the
+    ``with`` statement's exit is not guaranteed against asynchronous exceptions)."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield lambda: False
         return
     arrived: list[int] = []
 
@@ -101,7 +106,7 @@ def signals_held() -> Iterator[None]:
 
     previous = {number: signal.signal(number, remember) for number in CANCELLING_SIGNALS}
     try:
-        yield
+        yield lambda: bool(arrived)
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)

@@ -35,6 +35,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from evalarc.bundle import signals_held
 from evalarc.packs import (
     CaseRecording,
     Pack,
@@ -197,6 +198,10 @@ class _Cancelled(Exception):
     """A queued job reached a worker after cancellation."""
 
 
+class _Interrupted(Exception):
+    """A cancelling signal arrived while the executor was running (delivered on exit)."""
+
+
 # -- the driver ------------------------------------------------------------------------------
 
 
@@ -280,92 +285,103 @@ def run_subjects(
 
     tallies = [_Tally([None] * total, [None] * total, total) for _ in subjects]
     runs: list[SubjectRun | None] = [None] * len(subjects)
+    # Ctrl-C, SIGTERM and SIGHUP are held back while the executor runs and polled between
+    # results: raised at an arbitrary point of this thread, the KeyboardInterrupt could leave
+    # a lock inside the thread pool held, and the pool's shutdown would then wait forever.
     try:
-        runtimes = [executor.runtime(index) for index in range(len(subjects))]
-        for index, subject in enumerate(subjects):
-            progress.emit(
-                tagged(
-                    index,
-                    {
-                        "event": "evaluation_started",
-                        "task": pack.id,
-                        "candidate_sha256": subject.candidate_sha256,
-                        "total_cases": total,
-                    },
-                )
-            )
-        # Case-major, so every candidate advances at the same pace (an infrastructure failure
-        # part-way through then touches each of them alike).
-        jobs = [
-            CaseJob(index, number, case)
-            for number, case in enumerate(cases, start=1)
-            for index in range(len(subjects))
-        ]
-        started = time.monotonic()
-        for job in jobs:
-            executor.submit(job)
-        outstanding = len(jobs)
-        while outstanding:
-            finished = executor.next_result(POLL_SECONDS)
-            if finished is None:
-                continue
-            job, result = finished
-            tally = tallies[job.subject]
-            status = result.record.get("status")
-            if status == INFRASTRUCTURE and job.attempt <= retry_infrastructure:
-                progress.emit(
-                    tagged(
-                        job.subject,
-                        {
-                            "event": "case_retried",
-                            "task": pack.id,
-                            "seed": job.case.seed,
-                            "case_id": job.case.case_id,
-                            "case_number": job.number,
-                            "total_cases": total,
-                            "attempt": job.attempt,
-                            "error": result.record.get("error"),
-                        },
+        with signals_held() as interrupted:
+            try:
+                runtimes = [executor.runtime(index) for index in range(len(subjects))]
+                for index, subject in enumerate(subjects):
+                    progress.emit(
+                        tagged(
+                            index,
+                            {
+                                "event": "evaluation_started",
+                                "task": pack.id,
+                                "candidate_sha256": subject.candidate_sha256,
+                                "total_cases": total,
+                            },
+                        )
                     )
-                )
-                executor.submit(CaseJob(job.subject, job.number, job.case, attempt=job.attempt + 1))
-                continue
-            outstanding -= 1
-            slot = job.number - 1
-            tally.records[slot] = result.record
-            if result.recording is not None:
-                name = on_recording(result.recording)
-                tally.recordings[slot] = (job.case.seed, job.case.case_id, name)
-            tally.left -= 1
-            progress.emit(
-                tagged(
-                    job.subject,
-                    case_completed_event(pack, job.case, job.number, total, result.record),
-                )
-            )
-            if tally.left == 0:
-                records = [record for record in tally.records if record is not None]
-                report = evaluation_report(
-                    pack,
-                    subjects[job.subject].candidate_sha256,
-                    runtimes[job.subject],
-                    seed_list,
-                    cases,
-                    records,
-                    created_at=created_at,
-                    seconds=time.monotonic() - started,
-                    replayed=_replayed(subjects[job.subject]),
-                )
-                runs[job.subject] = SubjectRun(
-                    report, [entry for entry in tally.recordings if entry is not None]
-                )
-                progress.emit(tagged(job.subject, evaluation_completed_event(pack, report)))
-    except BaseException:
-        with suppress(BaseException):
-            executor.cancel()
-        raise
-    finally:
-        executor.close()
+                # Case-major, so every candidate advances at the same pace (an infrastructure
+                # failure part-way through then touches each of them alike).
+                jobs = [
+                    CaseJob(index, number, case)
+                    for number, case in enumerate(cases, start=1)
+                    for index in range(len(subjects))
+                ]
+                started = time.monotonic()
+                for job in jobs:
+                    executor.submit(job)
+                outstanding = len(jobs)
+                while outstanding:
+                    if interrupted():
+                        raise _Interrupted
+                    finished = executor.next_result(POLL_SECONDS)
+                    if finished is None:
+                        continue
+                    job, result = finished
+                    tally = tallies[job.subject]
+                    status = result.record.get("status")
+                    if status == INFRASTRUCTURE and job.attempt <= retry_infrastructure:
+                        progress.emit(
+                            tagged(
+                                job.subject,
+                                {
+                                    "event": "case_retried",
+                                    "task": pack.id,
+                                    "seed": job.case.seed,
+                                    "case_id": job.case.case_id,
+                                    "case_number": job.number,
+                                    "total_cases": total,
+                                    "attempt": job.attempt,
+                                    "error": result.record.get("error"),
+                                },
+                            )
+                        )
+                        executor.submit(
+                            CaseJob(job.subject, job.number, job.case, attempt=job.attempt + 1)
+                        )
+                        continue
+                    outstanding -= 1
+                    slot = job.number - 1
+                    tally.records[slot] = result.record
+                    if result.recording is not None:
+                        name = on_recording(result.recording)
+                        tally.recordings[slot] = (job.case.seed, job.case.case_id, name)
+                    tally.left -= 1
+                    progress.emit(
+                        tagged(
+                            job.subject,
+                            case_completed_event(pack, job.case, job.number, total, result.record),
+                        )
+                    )
+                    if tally.left == 0:
+                        records = [record for record in tally.records if record is not None]
+                        report = evaluation_report(
+                            pack,
+                            subjects[job.subject].candidate_sha256,
+                            runtimes[job.subject],
+                            seed_list,
+                            cases,
+                            records,
+                            created_at=created_at,
+                            seconds=time.monotonic() - started,
+                            replayed=_replayed(subjects[job.subject]),
+                        )
+                        runs[job.subject] = SubjectRun(
+                            report, [entry for entry in tally.recordings if entry is not None]
+                        )
+                        progress.emit(tagged(job.subject, evaluation_completed_event(pack, report)))
+            except BaseException:
+                with suppress(BaseException):
+                    executor.cancel()
+                raise
+            finally:
+                executor.close()
+    except _Interrupted:
+        raise KeyboardInterrupt from None
     done = [run for run in runs if run is not None]
     assert len(done) == len(subjects)
     return done

@@ -64,13 +64,24 @@ def _start(args: list[str], root: Path) -> tuple[subprocess.Popen[bytes], Path, 
     return process, out, temp
 
 
+def _finish(process: subprocess.Popen[bytes], timeout: float) -> str:
+    """The rest of the process's stderr once it has exited; a process still running after
+    ``timeout`` (a hang after the signal) is killed with its group and fails the test."""
+    try:
+        _, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail(f"evalarc still ran {timeout:.0f} s after the signal (a hang): killed")
+    return stderr.decode("utf-8", "replace")
+
+
 def _interrupt(process: subprocess.Popen[bytes], out: Path, temp: Path, delay: float) -> Outcome:
     delivered = process.poll() is None
     if delivered:
         os.killpg(process.pid, signal.SIGINT)
-    assert process.stderr is not None
-    rest = process.stderr.read().decode("utf-8", "replace")
-    code = process.wait(timeout=120)
+    rest = _finish(process, timeout=120)
+    code = process.returncode
     return Outcome(
         delay=round(delay, 3),
         delivered=delivered,
@@ -101,9 +112,8 @@ def _read_lines(process: subprocess.Popen[bytes], count: int) -> None:
 def test_ctrl_c_at_many_points_of_a_replayed_audit(tmp_path: Path) -> None:
     # The uninterrupted run: its progress lines (two per control) mark points through the run.
     process, out, _ = _start(_audit_args(), tmp_path / "reference")
-    assert process.stderr is not None
-    lines = process.stderr.read().decode().splitlines()
-    assert process.wait(timeout=300) == 0
+    lines = _finish(process, timeout=300).splitlines()
+    assert process.returncode == 0
     assert (out / "audit.json").is_file()
     assert len(lines) >= 18, lines
     marks = len(lines) - 2  # the last control still runs after each of these
