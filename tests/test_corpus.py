@@ -92,7 +92,7 @@ def test_readme_documents_every_pair_and_one_command_per_tool(corpus: Path) -> N
     for name in promptfoo:
         assert f"`generated/{name}." in readme, name
     junit = [path.parent.name for path in corpus.glob("junit/*/truth.json")]
-    assert len(junit) == 9
+    assert len(junit) == 12
     for producer in junit:
         assert f"`{producer}/`" in readme, producer
     # every generated file the tests read sits in a generator's folder, none beside them
