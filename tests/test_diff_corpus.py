@@ -301,6 +301,21 @@ def test_promptfoo_echo(corpus: Path) -> None:
     assert report["counts"]["unchanged"] == 2
 
 
+def test_promptfoo_metrics(corpus: Path) -> None:
+    report = promptfoo_diff(corpus, "metrics")
+    assert rows(report) == [
+        ("regressed", "M1 sum", "accuracy"),  # a named metric names its check
+        ("regressed", "M2 sql", "safety"),
+        # inside a test failing in both runs: one assertion regresses, another improves
+        ("regressed", "M3 greeting", "javascript: output.length < 40"),
+        ("regressed", "M5 fruit", "contains-any"),  # a list-valued assertion: named by its type
+        ("improved", "M3 greeting", "starts-with: Hello"),
+        ("improved", "M4 refusal", "contains-any"),
+    ]
+    assert blocking_cases(report) == lost_cases("metrics")
+    assert report["counts"]["unchanged"] == 2  # M2 sql and M3 greeting's contains: Ada
+
+
 def test_promptfoo_realworld_self_diff(corpus: Path) -> None:
     path = "promptfoo/realworld/sample-export.json"
     report = diff(corpus, path, path)
@@ -314,7 +329,7 @@ def test_promptfoo_realworld_self_diff(corpus: Path) -> None:
 # -- JUnit ------------------------------------------------------------------------------------
 
 
-JUNIT_TRUTH_PAIRS = ["pytest", "node", "mocha"]
+JUNIT_TRUTH_PAIRS = ["pytest", "pytest-teardown", "node", "node-todo", "mocha", "mocha-hook"]
 
 
 @pytest.mark.parametrize("producer", JUNIT_TRUTH_PAIRS)
@@ -395,7 +410,6 @@ def test_junit_realworld(corpus: Path) -> None:
     surefire = folder + "jenkins-surefire-TEST-io.olamy.FlakyTest.xml"
     flaky = diff(corpus, surefire, surefire)
     assert flaky["changes"] == [] and flaky["counts"]["unchanged"] == 1
-
 
 
 def test_different_formats_are_refused(corpus: Path) -> None:
