@@ -49,6 +49,12 @@ def test_corpus_has_every_expected_junit_file(corpus: Path) -> None:
         "node/current.xml",
         "mocha/baseline.xml",
         "mocha/current.xml",
+        "pytest-teardown/baseline.xml",
+        "pytest-teardown/current.xml",
+        "node-todo/baseline.xml",
+        "node-todo/current.xml",
+        "mocha-hook/baseline.xml",
+        "mocha-hook/current.xml",
         "realworld/junitparser-normal.xml",
         "realworld/junitparser-no_fails.xml",
         "realworld/jenkins-ageReset-1.xml",
@@ -149,7 +155,9 @@ def _states(run: Run) -> dict[str, str]:
     return states
 
 
-@pytest.mark.parametrize("pair", ["pytest", "node", "mocha"])
+@pytest.mark.parametrize(
+    "pair", ["pytest", "pytest-teardown", "node", "node-todo", "mocha", "mocha-hook"]
+)
 def test_read_states_are_the_tools_own_outcomes(corpus: Path, pair: str) -> None:
     """Each testcase's state as read equals the outcome the tool itself printed (truth.json)."""
     truth = json.loads((corpus / "junit" / pair / "truth.json").read_text(encoding="utf-8"))
