@@ -579,14 +579,11 @@ def test_site_step_matches_what_this_version_can_build(
         == 0
     )
     workspace = _workspace(
-        tmp_path, corpus, "junit/pytest_basic.baseline.xml", "junit/pytest_basic.current.xml"
+        tmp_path, corpus, "junit/pytest/baseline.xml", "junit/pytest/current.xml"
     )
     run = runner.run(
         workspace,
-        {
-            "baseline": "results/pytest_basic.baseline.xml",
-            "current": "results/pytest_basic.current.xml",
-        },
+        {"baseline": "results/baseline.xml", "current": "results/current.xml"},
         tmp_path / "summary.md",
         only=AFTER_INSTALL,
     )

@@ -8,6 +8,7 @@ for every attempt and check, and the same headline.
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -78,13 +79,28 @@ def test_readme_documents_every_pair_and_one_command_per_tool(corpus: Path) -> N
     readme = (corpus / "README.md").read_text(encoding="utf-8")
     stems = {
         re.sub(r"\.(baseline|current)$", "", path.stem)
-        for path in corpus.glob("*/*")
-        if path.suffix in {".json", ".eval", ".xml"}
+        for path in corpus.glob("inspect/*")
+        if path.suffix in {".json", ".eval"}
     }
-    assert len(stems) == 10, stems
+    assert len(stems) == 4, stems
     for stem in stems:
         assert f"`{stem}." in readme, stem
+    promptfoo = json.loads(
+        (corpus / "promptfoo/generated/truth.json").read_text(encoding="utf-8")
+    )["pairs"]
+    assert len(promptfoo) == 6
+    for name in promptfoo:
+        assert f"`generated/{name}." in readme, name
+    junit = [path.parent.name for path in corpus.glob("junit/*/truth.json")]
+    assert len(junit) == 12
+    for producer in junit:
+        assert f"`{producer}/`" in readme, producer
+    # every generated file the tests read sits in a generator's folder, none beside them
+    assert not [p for p in corpus.glob("promptfoo/*.json")]
+    assert not [p for p in corpus.glob("junit/*.xml")]
     assert "tests/corpus/inspect/generate.py" in readme
+    assert "tests/corpus/promptfoo/generate.py" in readme
+    assert "tests/corpus/junit/generate.py" in readme
     for folder in (
         "inspect/realworld",
         "junit/realworld",

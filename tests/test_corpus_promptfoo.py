@@ -45,7 +45,14 @@ def expected_case_id(lost: dict[str, Any], pair: dict[str, Any]) -> str:
 
 def test_truth_names_the_producer_and_every_scenario() -> None:
     assert TRUTH["producer"] == "promptfoo" and TRUTH["version"] == "0.121.20"
-    assert set(PAIRS) == {"echo", "qa", "repeat", "provider_errors", "matrix_drop_provider"}
+    assert set(PAIRS) == {
+        "echo",
+        "qa",
+        "repeat",
+        "provider_errors",
+        "metrics",
+        "matrix_drop_provider",
+    }
     for pair in TRUTH["pairs"].values():
         assert pair["lost"], "every pair has something that must block"
 
@@ -106,3 +113,47 @@ def test_cli_names_one_sided_providers_and_exits_1() -> None:
     assert "  Provider only in the baseline run: beta (their cases are removed)" in (
         result.output.splitlines()
     )
+
+
+def test_named_metrics_and_list_valued_contains_any_are_the_checks() -> None:
+    pair = TRUTH["pairs"]["metrics"]
+    baseline = load_results(CORPUS / pair["baseline"])
+    current = load_results(CORPUS / pair["current"])
+
+    def verdicts(run: Any, case: str) -> dict[str, list[bool | None]]:
+        return {check: [a.passed for a in attempts] for check, attempts in run.cases[case].items()}
+
+    # an assertion's `metric:` names its check (never the assertion type)
+    assert verdicts(baseline, "M1 sum") == {"accuracy": [True]}
+    assert verdicts(current, "M1 sum") == {"accuracy": [False]}
+    assert verdicts(baseline, "M2 sql") == {"sql": [True], "safety": [True]}
+    assert verdicts(current, "M2 sql") == {"sql": [True], "safety": [False]}
+    # a list-valued contains-any is named by its type; its score is kept
+    assert verdicts(current, "M4 refusal") == {"contains-any": [True]}
+    assert current.cases["M4 refusal"]["contains-any"][0].value == 1
+    assert verdicts(current, "M5 fruit") == {"contains-any": [False]}
+    failed = current.cases["M1 sum"]["accuracy"][0]
+    assert failed.value == 0 and failed.evidence
+    # M3 fails in both runs by promptfoo's own row verdicts; one assertion regresses inside it
+    rows = {
+        side: {r["testCase"]["description"]: r["success"] for r in doc["results"]["results"]}
+        for side, doc in (
+            ("baseline", json.loads((CORPUS / pair["baseline"]).read_text(encoding="utf-8"))),
+            ("current", json.loads((CORPUS / pair["current"]).read_text(encoding="utf-8"))),
+        )
+    }
+    assert rows["baseline"]["M3 greeting"] is False and rows["current"]["M3 greeting"] is False
+    assert verdicts(baseline, "M3 greeting") == {
+        "starts-with: Hello": [False],
+        "contains: Ada": [True],
+        "javascript: output.length < 40": [True],
+    }
+    assert verdicts(current, "M3 greeting") == {
+        "starts-with: Hello": [True],
+        "contains: Ada": [True],
+        "javascript: output.length < 40": [False],
+    }
+    report = _diff(pair)
+    kinds = {(r["case_id"], r["check"]): r["kind"] for r in report["changes"]}
+    assert kinds[("M3 greeting", "javascript: output.length < 40")] == "regressed"
+    assert kinds[("M3 greeting", "starts-with: Hello")] == "improved"

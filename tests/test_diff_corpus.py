@@ -15,7 +15,7 @@ import pytest
 
 from evalarc.errors import InputError
 from evalarc.formats import load_results
-from evalarc.review.diff import DiffOptions, compute_diff
+from evalarc.review.diff import BLOCKING_KINDS, DiffOptions, compute_diff
 from evalarc.review.diff_text import markdown_summary, terminal_lines
 from evalarc.review.leakage import HarnessFile
 from evalarc.review.split import CaseSplit
@@ -229,53 +229,91 @@ def test_inspect_realworld(corpus: Path) -> None:
 # -- promptfoo --------------------------------------------------------------------------------
 
 
+PROMPTFOO = "promptfoo/generated/"
+PROMPTFOO_TRUTH: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "corpus" / PROMPTFOO / "truth.json").read_text(encoding="utf-8")
+)["pairs"]
+
+
+def promptfoo_diff(corpus: Path, name: str) -> dict[str, Any]:
+    pair = PROMPTFOO_TRUTH[name]
+    return diff(corpus, PROMPTFOO + pair["baseline"], PROMPTFOO + pair["current"])
+
+
+def lost_cases(name: str) -> list[str]:
+    """The tests whose assertions lost passes by promptfoo's own verdicts (truth.json)."""
+    return sorted(lost["test"] for lost in PROMPTFOO_TRUTH[name]["lost"])
+
+
+def blocking_cases(report: dict[str, Any]) -> list[str]:
+    return sorted(row["case_id"] for row in report["changes"] if row["kind"] in BLOCKING_KINDS)
+
+
 def test_promptfoo_qa(corpus: Path) -> None:
-    report = diff(corpus, "promptfoo/qa.baseline.json", "promptfoo/qa.current.json")
+    report = promptfoo_diff(corpus, "qa")
     assert rows(report) == [
-        ("regressed", "T02 capital of Japan", "not-contains: Kyoto"),
-        ("regressed", "T03 sum", "accuracy"),
-        ("regressed", "T05 greeting", "javascript: output.length < 40"),
-        ("regressed", "T12 sql", "safety"),
-        ("improved", "T04 json user", "javascript: JSON.parse(output).name === 'Ada'"),
-        ("improved", "T05 greeting", "starts-with: Hello"),
-        ("improved", "T06 iso date", "regex: ^\\d{4}-\\d{2}-\\d{2}$"),
-        ("improved", "T07 three colours", "javascript: output.split(',').length === 3"),
-        ("improved", "T08 refusal", "not-icontains: sorry"),
-        ("improved", "T10 uppercase", "accuracy"),
+        ("regressed", "T02 capital of Japan", "icontains: Tokyo"),
+        ("regressed", "T02 capital of Japan", "not-icontains: not sure"),
+        ("regressed", "T09 gold symbol", "icontains: Au"),
+        ("regressed", "T09 gold symbol", "not-icontains: not sure"),
+        ("improved", "T04 speed of light", "icontains: 299792458"),
+        ("improved", "T04 speed of light", "not-icontains: not sure"),
+        ("improved", "T07 boiling point", "icontains: 100"),
+        ("improved", "T07 boiling point", "not-icontains: not sure"),
     ]
-    assert report["baseline"]["headline"]["value"] == pytest.approx(6 / 12)
-    assert report["current"]["headline"]["value"] == pytest.approx(8 / 12)
+    assert blocking_cases(report) == lost_cases("qa")
+    stats = PROMPTFOO_TRUTH["qa"]["stats"]
+    for side in ("baseline", "current"):
+        assert report[side]["headline"]["value"] == pytest.approx(
+            stats[side]["successes"] / sum(stats[side].values())
+        )
     # promptfoo records zero cost: a cost ratio is undefined, so the auto gate cannot run
     assert report["usage"]["metrics"]["cost_usd"]["ratio"] is None
 
 
 def test_promptfoo_repeat(corpus: Path) -> None:
-    report = diff(corpus, "promptfoo/repeat.baseline.json", "promptfoo/repeat.current.json")
+    report = promptfoo_diff(corpus, "repeat")
     assert [(kind, case) for kind, case, _ in rows(report)] == [
-        ("regressed", "R5 element"),
-        ("less_reliable", "R2 planet"),
-        ("improved", "R3 square root"),
-        ("improved", "R4 opposite"),
-        ("improved", "R6 author"),
+        ("regressed", "R5 loses all"),
+        ("less_reliable", "R2 loses one"),
+        ("improved", "R3 fixed"),
+        ("improved", "R4 flaky improves"),
     ]
-    assert tallies(report, "R2 planet", "icontains: jupiter") == ("3/3", "2/3")
-    assert tallies(report, "R5 element", "contains: Au") == ("1/3", "0/3")
-    assert tallies(report, "R6 author", "icontains: shakespeare") == ("1/3", "2/3")
-    assert report["counts"]["unchanged"] == 1  # R1 3/3 both
+    assert blocking_cases(report) == lost_cases("repeat")
+    # the truth's [passed, assessed, attempts] tallies over promptfoo's --repeat 3 runs
+    for lost in PROMPTFOO_TRUTH["repeat"]["lost"]:
+        baseline, current = (f"{side[0]}/{side[1]}" for side in (lost["baseline"], lost["current"]))
+        assert tallies(report, lost["test"], "equals: yes") == (baseline, current)
+    assert tallies(report, "R4 flaky improves", "equals: yes") == ("1/3", "2/3")
+    assert report["counts"]["unchanged"] == 1  # R1 passes 3/3 in both runs
 
 
 def test_promptfoo_echo(corpus: Path) -> None:
-    report = diff(corpus, "promptfoo/echo.baseline.json", "promptfoo/echo.current.json")
+    report = promptfoo_diff(corpus, "echo")
     assert rows(report) == [
         ("regressed", "E1 Ada", "starts-with: Hello"),
-        ("regressed", "E2 Linus", "javascript: output.length <= 40"),
-        ("improved", "E3 Grace", "icontains: arlington"),
+        ("regressed", "E2 Linus", "javascript: output.length <= 30"),
+        ("improved", "E3 Grace", "contains: Arlington"),
         ("improved", "E4 Alan", "contains: London"),
-        ("improved", "E5 Barbara", "icontains: boston"),
-        ("improved", "E6 Ken", "contains: Murray Hill"),
-        ("improved", "E7 Margaret", "icontains: stay"),
+        ("improved", "E5 Barbara", "icontains: enjoy"),
     ]
-    assert report["counts"]["unchanged"] == 3  # E4 "not-contains: ," fails in both runs
+    assert blocking_cases(report) == lost_cases("echo")
+    assert report["counts"]["unchanged"] == 2
+
+
+def test_promptfoo_metrics(corpus: Path) -> None:
+    report = promptfoo_diff(corpus, "metrics")
+    assert rows(report) == [
+        ("regressed", "M1 sum", "accuracy"),  # a named metric names its check
+        ("regressed", "M2 sql", "safety"),
+        # inside a test failing in both runs: one assertion regresses, another improves
+        ("regressed", "M3 greeting", "javascript: output.length < 40"),
+        ("regressed", "M5 fruit", "contains-any"),  # a list-valued assertion: named by its type
+        ("improved", "M3 greeting", "starts-with: Hello"),
+        ("improved", "M4 refusal", "contains-any"),
+    ]
+    assert blocking_cases(report) == lost_cases("metrics")
+    assert report["counts"]["unchanged"] == 2  # M2 sql and M3 greeting's contains: Ada
 
 
 def test_promptfoo_realworld_self_diff(corpus: Path) -> None:
@@ -291,59 +329,64 @@ def test_promptfoo_realworld_self_diff(corpus: Path) -> None:
 # -- JUnit ------------------------------------------------------------------------------------
 
 
-def test_junit_pytest_basic(corpus: Path) -> None:
-    report = diff(corpus, "junit/pytest_basic.baseline.xml", "junit/pytest_basic.current.xml")
+JUNIT_TRUTH_PAIRS = ["pytest", "pytest-teardown", "node", "node-todo", "mocha", "mocha-hook"]
+
+
+@pytest.mark.parametrize("producer", JUNIT_TRUTH_PAIRS)
+def test_junit_generated_pair_matches_its_truth(corpus: Path, producer: str) -> None:
+    """Every change kind the tool's own verbose output implies (truth.json), and no other."""
+    truth = json.loads((corpus / "junit" / producer / "truth.json").read_text(encoding="utf-8"))
+    report = diff(corpus, f"junit/{producer}/baseline.xml", f"junit/{producer}/current.xml")
+    expected = sorted((change["kind"], change["case_id"]) for change in truth["changes"])
+    assert sorted((kind, case) for kind, case, _ in rows(report)) == expected
+    assert report["blocking_changes"] == truth["blocking"]
+    assert report["baseline"]["headline"] is None
+
+
+def test_junit_pytest(corpus: Path) -> None:
+    report = diff(corpus, "junit/pytest/baseline.xml", "junit/pytest/current.xml")
     prefix = "tests.test_calc::"
     assert rows(report) == [
-        ("regressed", prefix + "test_mul[-1-4--4]", "passed"),
-        ("regressed", prefix + "test_sub_negative", "passed"),
-        # pass -> a rerun attempt (failed) then a pass: pytest-rerunfailures >= 16.6.1 writes
-        # the failed attempt as an empty <testcase>, which is not a pass
-        ("less_reliable", prefix + "test_flaky_io", "passed"),
-        ("unassessed", prefix + "test_power", "passed"),  # pass -> skip
-        ("unassessed", prefix + "test_uses_temp_resource", "passed"),  # pass -> teardown error
-        ("removed", "tests.test_version.TestParseVersion::test_legacy_tuple", "passed"),
-        ("improved", prefix + "test_div_table", "passed"),  # error -> pass
-        ("improved", prefix + "test_mul[7-7-49]", "passed"),
-        ("improved", prefix + "test_slug_punctuation", "passed"),  # xfail -> pass
-        ("improved", prefix + "test_slugify[  spaced  out -spaced-out]", "passed"),
-        ("improved", prefix + "test_slugify[Hello, World-hello-world]", "passed"),
-        ("improved", prefix + "test_slugify[a--b-a-b]", "passed"),
-        ("improved", "tests.test_version.TestParseVersion::test_prerelease", "passed"),
-        ("added", "tests.test_version.TestParseVersion::test_build_metadata", "passed"),
+        ("regressed", prefix + "test_flaky_io", "passed"),
+        ("regressed", prefix + "test_square[3-9]", "passed"),
+        ("regressed", prefix + "test_sub", "passed"),
+        ("unassessed", prefix + "test_uses_ledger", "passed"),  # pass -> error
+        ("removed", prefix + "test_legacy_round", "passed"),
+        ("improved", "tests.test_calc.TestParse::test_blank", "passed"),
+        ("improved", prefix + "test_mul", "passed"),
+        ("added", prefix + "test_new_round", "passed"),
     ]
-    assert tallies(report, prefix + "test_flaky_io", "passed") == ("1/1", "1/2")
-    # xfail (unassessed) -> strict XPASS failure: no pass lost, no coverage lost
+    # xfail (unassessed) -> failure: no pass lost, no coverage lost
     assert all("test_div_zero_inf" not in row[1] for row in rows(report))
     assert report["baseline"]["headline"] is None
 
 
 def test_junit_node(corpus: Path) -> None:
-    report = diff(corpus, "junit/node_test.baseline.xml", "junit/node_test.current.xml")
+    report = diff(corpus, "junit/node/baseline.xml", "junit/node/current.xml")
     assert [(kind, case) for kind, case, _ in rows(report)] == [
-        ("regressed", "config file parses"),
-        ("unassessed", "money > large amounts"),
-        ("improved", "median > even length"),
-        ("improved", "median > numeric sort"),
-        ("improved", "words > collapses repeated whitespace"),
-        ("improved", "words > handles tabs"),
+        ("regressed", "format > lower case"),
+        ("regressed", "parse > handles blanks"),
+        ("unassessed", "round > half up"),  # pass -> skip
+        ("removed", "old check"),
+        ("improved", "format > handles blanks"),
+        ("improved", "parse > handles blanks #2"),
+        ("added", "new check"),
     ]
-    # the todo test that now also carries <failure> had no assessed attempt before: unchanged
-    assert all("empty input" not in row[1] for row in rows(report))
+    # failing in both runs: unchanged
+    assert all("upper case" not in row[1] for row in rows(report))
 
 
 def test_junit_mocha(corpus: Path) -> None:
-    report = diff(corpus, "junit/mocha.baseline.xml", "junit/mocha.current.xml")
+    report = diff(corpus, "junit/mocha/baseline.xml", "junit/mocha/current.xml")
     kinds = [(kind, case) for kind, case, _ in rows(report)]
     assert kinds == [
-        ("regressed", "inventory #find() returns undefined when missing"),
-        ("regressed", "inventory #label() shows name then sku"),
-        ("removed", 'inventory audit log "before each" hook for "records restocks"'),
-        ("removed", "inventory warehouse sync is skipped at runtime without credentials"),
-        ("improved", "inventory #restock() adds quantity"),
-        ("improved", "inventory #total() rounds line totals to cents"),
-        ("added", "inventory audit log records removals"),
-        ("added", "inventory audit log records restocks"),
+        ("regressed", "format lower case"),
+        ("regressed", "parse handles blanks"),
+        ("unassessed", "round half up"),
+        ("removed", "old check"),
+        ("improved", "format handles blanks"),
+        ("improved", "parse handles blanks #2"),
+        ("added", "new check"),
     ]
 
 
@@ -369,12 +412,11 @@ def test_junit_realworld(corpus: Path) -> None:
     assert flaky["changes"] == [] and flaky["counts"]["unchanged"] == 1
 
 
-
 def test_different_formats_are_refused(corpus: Path) -> None:
     from evalarc.errors import IncomparableError
 
     with pytest.raises(IncomparableError, match="different formats: inspect and junit"):
-        diff(corpus, "inspect/capitals.baseline.json", "junit/mocha.current.xml")
+        diff(corpus, "inspect/capitals.baseline.json", "junit/mocha/current.xml")
     with pytest.raises(IncomparableError, match="not comparable: task"):
         diff(corpus, "inspect/capitals.baseline.json", "inspect/keywords.current.json")
 

@@ -803,7 +803,7 @@ def test_top_level_member_types_for_cheap_detection(corpus: Path, tmp_path: Path
     damaged = _write(tmp_path / "tail.json", log.read_text()[:-5000] + "@@@")
     assert ("eval", dict) in itertools.islice(top_level_member_types(damaged), 3)
     expect_input_error(damaged, lambda: list(top_level_member_types(damaged)), "is not JSON")
-    promptfoo = dict(top_level_member_types(corpus / "promptfoo/qa.baseline.json"))
+    promptfoo = dict(top_level_member_types(corpus / "promptfoo/generated/qa.baseline.json"))
     assert promptfoo["results"] is dict and "eval" not in promptfoo
     array = _write(tmp_path / "array.json", "[1, 2]")
     assert list(top_level_member_types(array)) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -38,19 +39,27 @@ def _junit_files(corpus: Path) -> list[Path]:
 
 
 def test_corpus_has_every_expected_junit_file(corpus: Path) -> None:
-    names = {path.name for path in _junit_files(corpus)}
+    names = {path.relative_to(corpus / "junit").as_posix() for path in _junit_files(corpus)}
     assert {
-        "pytest_basic.baseline.xml",
-        "pytest_basic.current.xml",
-        "node_test.baseline.xml",
-        "node_test.current.xml",
-        "mocha.baseline.xml",
-        "mocha.current.xml",
-        "junitparser-normal.xml",
-        "junitparser-no_fails.xml",
-        "jenkins-ageReset-1.xml",
-        "jenkins-ageReset-2.xml",
-        "jenkins-surefire-TEST-io.olamy.FlakyTest.xml",
+        "pytest/baseline.xml",
+        "pytest/current.xml",
+        "pytest-rerunfailures/baseline.xml",
+        "pytest-rerunfailures/current.xml",
+        "node/baseline.xml",
+        "node/current.xml",
+        "mocha/baseline.xml",
+        "mocha/current.xml",
+        "pytest-teardown/baseline.xml",
+        "pytest-teardown/current.xml",
+        "node-todo/baseline.xml",
+        "node-todo/current.xml",
+        "mocha-hook/baseline.xml",
+        "mocha-hook/current.xml",
+        "realworld/junitparser-normal.xml",
+        "realworld/junitparser-no_fails.xml",
+        "realworld/jenkins-ageReset-1.xml",
+        "realworld/jenkins-ageReset-2.xml",
+        "realworld/jenkins-surefire-TEST-io.olamy.FlakyTest.xml",
     } <= names
 
 
@@ -76,51 +85,60 @@ def test_every_corpus_file_reads_one_attempt_per_testcase_element(corpus: Path) 
 
 
 # --- pytest ------------------------------------------------------------------------------
+# The pairs made by tests/corpus/junit/generate.py; each truth.json is the tool's own verdicts.
+
+
+def _junit(corpus: Path, pair: str, side: str) -> Run:
+    return _read(corpus / "junit" / pair / f"{side}.xml")
 
 
 def test_pytest_baseline_tallies(corpus: Path) -> None:
-    run = _read(corpus / "junit" / "pytest_basic.baseline.xml")
-    assert len(run.cases) == 22
-    assert _tally(run) == Counter({True: 12, False: 5, None: 1 + 4})
+    run = _junit(corpus, "pytest", "baseline")
+    assert len(run.cases) == 13
+    # 9 PASSED, 2 FAILED, 1 XFAIL + 1 SKIPPED (unassessed)
+    assert _tally(run) == Counter({True: 9, False: 2, None: 1 + 1})
     outcomes = _outcomes(run)
-    assert outcomes["tests.test_calc::test_div_table"] == [None]
-    assert run.cases["tests.test_calc::test_div_table"][CHECK][0].evidence.startswith(
-        "error: failed on setup"
+    assert outcomes["tests.test_calc::test_div_zero_inf"] == [None]
+    assert run.cases["tests.test_calc::test_remote_rates"][CHECK][0].evidence == (
+        "skipped: needs network access"
     )
-    assert outcomes["tests.test_version.TestParseVersion::test_legacy_tuple"] == [True]
-    assert "tests.test_version.TestParseVersion::test_build_metadata" not in outcomes
-    assert run.identity == {"producer": "pytest", "suites": ["calc-suite"]}
+    assert outcomes["tests.test_calc::test_legacy_round"] == [True]
+    assert "tests.test_calc::test_new_round" not in outcomes
+    assert run.identity == {"producer": "pytest", "suites": ["pytest"]}
 
 
-def test_pytest_current_outcomes_and_flaky_rerun(corpus: Path) -> None:
-    run = _read(corpus / "junit" / "pytest_basic.current.xml")
+def test_pytest_current_outcomes_setup_error_and_strict_xpass(corpus: Path) -> None:
+    run = _junit(corpus, "pytest", "current")
     outcomes = _outcomes(run)
-    assert len(outcomes) == 22  # 23 <testcase> elements: the flaky test is written twice
-    # pytest-rerunfailures >= 16.6.1 writes one element per attempt; the first, empty one is
-    # the failed attempt it reran (not a pass).
-    assert run.identity["producer"] == "pytest-rerunfailures>=16.6.1"
-    assert outcomes["tests.test_calc::test_flaky_io"] == [False, True]
-    rerun = run.cases["tests.test_calc::test_flaky_io"][CHECK]
-    assert [a.rerun for a in rerun] == [False, True]
-    assert rerun[0].evidence is not None and rerun[0].evidence.startswith("rerun: ")
-    per_case = Counter(
-        next(iter(set(v))) if len(set(v)) == 1 else "mixed" for v in outcomes.values()
-    )
-    assert per_case == Counter({True: 14, "mixed": 1, False: 3, None: 1 + 3})
-    assert outcomes["tests.test_calc::test_sub_negative"] == [False]
-    assert outcomes["tests.test_calc::test_mul[-1-4--4]"] == [False]
-    assert outcomes["tests.test_calc::test_uses_temp_resource"] == [None]
-    assert outcomes["tests.test_calc::test_slugify[  spaced  out -spaced-out]"] == [True]
-    assert outcomes["tests.test_calc::test_power"] == [None]
-    assert outcomes["tests.test_calc::test_slug_punctuation"] == [True]
+    assert len(outcomes) == 13
+    assert run.identity["producer"] == "pytest"
+    assert outcomes["tests.test_calc::test_sub"] == [False]
+    assert outcomes["tests.test_calc::test_square[3-9]"] == [False]
+    assert outcomes["tests.test_calc::test_flaky_io"] == [False]
+    assert outcomes["tests.test_calc.TestParse::test_blank"] == [True]
+    setup = run.cases["tests.test_calc::test_uses_ledger"][CHECK][0]
+    assert setup.passed is None
+    assert setup.evidence is not None
+    assert setup.evidence.startswith('error: failed on setup with "RuntimeError')
     strict_xpass = run.cases["tests.test_calc::test_div_zero_inf"][CHECK][0]
     assert strict_xpass.passed is False
     assert strict_xpass.evidence is not None
     assert strict_xpass.evidence.startswith("failure: [XPASS(strict)]")
-    teardown = run.cases["tests.test_calc::test_uses_temp_resource"][CHECK][0].evidence
-    assert teardown is not None and 'failed on teardown with "OSError' in teardown
-    assert "tests.test_version.TestParseVersion::test_legacy_tuple" not in outcomes
-    assert outcomes["tests.test_version.TestParseVersion::test_build_metadata"] == [True]
+    assert "tests.test_calc::test_legacy_round" not in outcomes
+    assert outcomes["tests.test_calc::test_new_round"] == [True]
+
+
+def test_pytest_rerun_attempts_are_failed_attempts(corpus: Path) -> None:
+    run = _junit(corpus, "pytest-rerunfailures", "current")
+    # pytest-rerunfailures >= 16.6.1 writes one element per attempt; the empty ones are the
+    # failed attempts it reran (not passes).
+    assert run.identity["producer"] == "pytest-rerunfailures>=16.6.1"
+    outcomes = _outcomes(run)
+    assert outcomes["tests.test_calc::test_flaky_io"] == [False, True]
+    rerun = run.cases["tests.test_calc::test_flaky_io"][CHECK]
+    assert [a.rerun for a in rerun] == [False, True]
+    assert rerun[0].evidence is not None and rerun[0].evidence.startswith("rerun: ")
+    assert outcomes["tests.test_calc::test_sub"] == [False, False, False]
 
 
 def _states(run: Run) -> dict[str, str]:
@@ -137,43 +155,38 @@ def _states(run: Run) -> dict[str, str]:
     return states
 
 
+@pytest.mark.parametrize(
+    "pair", ["pytest", "pytest-teardown", "node", "node-todo", "mocha", "mocha-hook"]
+)
+def test_read_states_are_the_tools_own_outcomes(corpus: Path, pair: str) -> None:
+    """Each testcase's state as read equals the outcome the tool itself printed (truth.json)."""
+    truth = json.loads((corpus / "junit" / pair / "truth.json").read_text(encoding="utf-8"))
+    for side in ("baseline", "current"):
+        states = _states(_junit(corpus, pair, side))
+        expected = {case: attempts[-1]["outcome"] for case, attempts in truth[side].items()}
+        assert states == expected, (pair, side)
+
+
 def test_pytest_changes_between_baseline_and_current(corpus: Path) -> None:
-    before = _states(_read(corpus / "junit" / "pytest_basic.baseline.xml"))
-    after = _states(_read(corpus / "junit" / "pytest_basic.current.xml"))
+    before = _states(_junit(corpus, "pytest", "baseline"))
+    after = _states(_junit(corpus, "pytest", "current"))
     common = before.keys() & after.keys()
     regressed = {c for c in common if before[c] == "pass" and after[c] in ("fail", "error")}
     improved = {c for c in common if before[c] in ("fail", "error") and after[c] == "pass"}
     calc = "tests.test_calc::"
     assert regressed == {
-        f"{calc}test_sub_negative",
-        f"{calc}test_mul[-1-4--4]",
-        f"{calc}test_uses_temp_resource",
+        f"{calc}test_sub",
+        f"{calc}test_square[3-9]",
+        f"{calc}test_flaky_io",
+        f"{calc}test_uses_ledger",
     }
-    assert improved == {
-        f"{calc}test_mul[7-7-49]",
-        f"{calc}test_slugify[Hello, World-hello-world]",
-        f"{calc}test_slugify[  spaced  out -spaced-out]",
-        f"{calc}test_slugify[a--b-a-b]",
-        f"{calc}test_div_table",
-        "tests.test_version.TestParseVersion::test_prerelease",
-    }
-    assert {c for c in common if before[c] == "pass" and after[c] == "skip"} == {
-        f"{calc}test_power"
-    }
+    assert improved == {f"{calc}test_mul", "tests.test_calc.TestParse::test_blank"}
     assert (before[f"{calc}test_div_zero_inf"], after[f"{calc}test_div_zero_inf"]) == (
         "skip",
         "fail",
     )
-    assert (before[f"{calc}test_slug_punctuation"], after[f"{calc}test_slug_punctuation"]) == (
-        "skip",
-        "pass",
-    )
-    assert before.keys() - after.keys() == {
-        "tests.test_version.TestParseVersion::test_legacy_tuple"
-    }
-    assert after.keys() - before.keys() == {
-        "tests.test_version.TestParseVersion::test_build_metadata"
-    }
+    assert before.keys() - after.keys() == {f"{calc}test_legacy_round"}
+    assert after.keys() - before.keys() == {f"{calc}test_new_round"}
     assert after[f"{calc}test_remote_rates"] == before[f"{calc}test_remote_rates"] == "skip"
 
 
@@ -182,70 +195,57 @@ def test_time_attribute_becomes_duration(corpus: Path) -> None:
     assert run.samples["aClass::methodName"][0].usage == {"duration_seconds": 2.0}
     untimed = _read(corpus / "junit" / "realworld" / "jenkins-ageReset-2.xml")
     assert untimed.samples["a::b"][0].usage == {}
-    node = _read(corpus / "junit" / "node_test.current.xml")
-    assert node.samples["median > edge cases > empty input"][0].usage[
+    node = _junit(corpus, "node", "current")
+    assert node.samples["round > negative > half down"][0].usage[
         "duration_seconds"
-    ] == pytest.approx(0.001083)
+    ] == pytest.approx(0.002869)
 
 
 # --- node --------------------------------------------------------------------------------
 
 
-def test_node_nested_suites_top_level_tests_and_todo(corpus: Path) -> None:
-    baseline = _read(corpus / "junit" / "node_test.baseline.xml")
-    current = _read(corpus / "junit" / "node_test.current.xml")
-    assert len(baseline.cases) == len(current.cases) == 16
-    assert _tally(baseline) == Counter({True: 10, False: 5, None: 1})
-    assert _tally(current) == Counter({True: 12, False: 2, None: 2})
-    assert baseline.identity["suites"] == ["clamp", "edge cases", "median", "money", "words"]
+def test_node_nested_suites_top_level_tests_and_skip(corpus: Path) -> None:
+    baseline = _junit(corpus, "node", "baseline")
+    current = _junit(corpus, "node", "current")
+    assert len(baseline.cases) == len(current.cases) == 13
+    assert _tally(baseline) == Counter({True: 9, False: 4})
+    assert _tally(current) == Counter({True: 8, False: 4, None: 1})
+    assert baseline.identity["suites"] == ["format", "negative", "parse", "round"]
     before, after = _outcomes(baseline), _outcomes(current)
     # Top-level tests written directly under <testsuites> are read.
-    assert before["config file parses"] == [True]
-    assert after["config file parses"] == [False]
-    assert after["retry eventually succeeds"] == [True]
-    # Nested suite "median > edge cases".
-    assert after["median > edge cases > single element"] == [True]
-    # The todo test stays unassessed even with a <failure> beside <skipped type="todo">.
-    assert (
-        before["median > edge cases > empty input"]
-        == after["median > edge cases > empty input"]
-        == [None]
-    )
-    todo = current.cases["median > edge cases > empty input"][CHECK][0].evidence
-    assert todo is not None
-    assert todo.startswith("skipped: decide what median([]) returns")
-    assert "failure: Expected values to be strictly equal" in todo
-    for name in (
-        "words > collapses repeated whitespace",
-        "words > handles tabs",
-        "median > even length",
-        "median > numeric sort",
-    ):
+    assert before["top level works"] == after["top level works"] == [True]
+    assert before["old check"] == [True] and "old check" not in after
+    # Nested suite "round > negative".
+    assert before["round > negative > half down"] == after["round > negative > half down"]
+    assert after["round > half up"] == [None]
+    skip = current.cases["round > half up"][CHECK][0].evidence
+    assert skip is not None and skip.startswith("skipped")
+    # Two tests of one name in one describe block keep apart (the second is "#2").
+    assert before["parse > handles blanks"] == [True]
+    assert before["parse > handles blanks #2"] == [False]
+    for name in ("format > handles blanks", "parse > handles blanks #2"):
         assert before[name] == [False] and after[name] == [True]
-    assert after["money > large amounts"] == [None]
-    assert before["money > rounds to cents"] == after["money > rounds to cents"] == [False]
     assert baseline.identity["producer"] == current.identity["producer"] == "node"
 
 
 # --- mocha -------------------------------------------------------------------------------
 
 
-def test_mocha_hook_testcase_and_absent_runtime_skips(corpus: Path) -> None:
-    baseline = _read(corpus / "junit" / "mocha.baseline.xml")
-    current = _read(corpus / "junit" / "mocha.current.xml")
-    assert len(baseline.cases) == len(current.cases) == 11
-    assert _tally(baseline) == Counter({True: 8, False: 3})
-    assert _tally(current) == Counter({True: 9, False: 2})
-    hook = [case for case in baseline.cases if '"before each" hook for "records restocks"' in case]
-    assert len(hook) == 1
-    assert _outcomes(baseline)[hook[0]] == [False]
-    assert hook[0] not in current.cases
-    restocks = "inventory audit log records restocks"
-    assert restocks not in baseline.cases and _outcomes(current)[restocks] == [True]
-    missing = "inventory #find() returns undefined when missing"
-    assert _outcomes(baseline)[missing] == [True] and _outcomes(current)[missing] == [False]
-    runtime_skip = [c for c in baseline.cases if "skipped at runtime" in c]
-    assert len(runtime_skip) == 1 and runtime_skip[0] not in current.cases
+def test_mocha_full_titles_and_pending_skips(corpus: Path) -> None:
+    baseline = _junit(corpus, "mocha", "baseline")
+    current = _junit(corpus, "mocha", "current")
+    assert len(baseline.cases) == len(current.cases) == 13
+    assert _tally(baseline) == Counter({True: 9, False: 4})
+    assert _tally(current) == Counter({True: 8, False: 4, None: 1})
+    assert "top level works" in baseline.cases  # a test outside any describe block
+    assert "round negative half down" in baseline.cases  # nested titles joined by spaces
+    assert "old check" in baseline.cases and "old check" not in current.cases
+    assert "new check" not in baseline.cases and _outcomes(current)["new check"] == [True]
+    lower = "format lower case"
+    assert _outcomes(baseline)[lower] == [True] and _outcomes(current)[lower] == [False]
+    # a pending test (includePending=true) is unassessed, not passed
+    assert _outcomes(current)["round half up"] == [None]
+    assert baseline.identity["producer"] == "mocha-junit-reporter"
 
 
 # --- real-world fixtures -------------------------------------------------------------------

@@ -44,14 +44,14 @@ def _promptfoo_files(corpus: Path) -> list[Path]:
 
 def test_every_corpus_file_reads_one_attempt_per_row(corpus: Path) -> None:
     files = _promptfoo_files(corpus)
-    assert {p.name for p in files} >= {
-        "qa.baseline.json",
-        "qa.current.json",
-        "repeat.baseline.json",
-        "repeat.current.json",
-        "echo.baseline.json",
-        "echo.current.json",
-        "sample-export.json",
+    assert {p.relative_to(corpus / "promptfoo").as_posix() for p in files} >= {
+        "generated/qa.baseline.json",
+        "generated/qa.current.json",
+        "generated/repeat.baseline.json",
+        "generated/repeat.current.json",
+        "generated/echo.baseline.json",
+        "generated/echo.current.json",
+        "realworld/sample-export.json",
     }
     for path in files:
         run = load_results(path)
@@ -85,68 +85,51 @@ def test_every_corpus_file_reads_one_attempt_per_row(corpus: Path) -> None:
 
 
 # --- qa ------------------------------------------------------------------------------------
+# The generated pairs (tests/corpus/promptfoo/generated/, made by the real promptfoo CLI);
+# their truth.json holds promptfoo's own stats and lost assertions.
+
+GENERATED = "generated"
 
 
 def test_qa_checks_and_changes(corpus: Path) -> None:
-    baseline = _read(corpus / "promptfoo" / "qa.baseline.json")
-    current = _read(corpus / "promptfoo" / "qa.current.json")
+    baseline = _read(corpus / "promptfoo" / GENERATED / "qa.baseline.json")
+    current = _read(corpus / "promptfoo" / GENERATED / "qa.current.json")
     assert list(baseline.cases) == list(current.cases)
-    assert [case[:3] for case in baseline.cases] == [f"T{n:02d}" for n in range(1, 13)]
-    assert baseline.headline is not None and baseline.headline.value == pytest.approx(6 / 12)
-    assert current.headline is not None and current.headline.value == pytest.approx(8 / 12)
-    assert (_passing_rows(baseline), _passing_rows(current)) == (6, 8)
+    assert [case[:3] for case in baseline.cases] == [f"T{n:02d}" for n in range(1, 11)]
+    # promptfoo's stats: 7 successes, 3 failures in both runs
+    assert baseline.headline is not None and baseline.headline.value == pytest.approx(7 / 10)
+    assert current.headline is not None and current.headline.value == pytest.approx(7 / 10)
+    assert (_passing_rows(baseline), _passing_rows(current)) == (7, 7)
 
     def assertions(run: Run) -> Counter[bool | None]:
         return Counter(a.passed for c in run.cases.values() for x in c.values() for a in x)
 
-    assert assertions(baseline) == Counter({True: 12, False: 6})
-    assert assertions(current) == Counter({True: 14, False: 4})
+    assert assertions(baseline) == Counter({True: 24, False: 6})
+    assert assertions(current) == Counter({True: 24, False: 6})
     assert _verdicts(baseline, "T02 capital of Japan") == {
-        "icontains: tokyo": [True],
-        "not-contains: Kyoto": [True],
+        "icontains: Tokyo": [True],
+        "not-icontains: not sure": [True],
+        "brevity": [True],
     }
-    assert _verdicts(current, "T02 capital of Japan")["not-contains: Kyoto"] == [False]
-    # A named metric names its check.
-    assert _verdicts(baseline, "T03 sum") == {"accuracy": [True]}
-    assert _verdicts(current, "T03 sum") == {"accuracy": [False]}
-    assert _verdicts(baseline, "T12 sql") == {"sql": [True], "safety": [True]}
-    assert _verdicts(current, "T12 sql") == {"sql": [True], "safety": [False]}
-    # Inside a test that fails in both runs, one assertion regresses and another improves.
-    assert _verdicts(baseline, "T05 greeting") == {
-        "starts-with: Hello": [False],
-        "contains: Ada": [True],
-        "javascript: output.length < 40": [True],
-    }
-    assert _verdicts(current, "T05 greeting") == {
-        "starts-with: Hello": [True],
-        "contains: Ada": [True],
-        "javascript: output.length < 40": [False],
-    }
-    improved = {
-        "T04 json user": "javascript: JSON.parse(output).name === 'Ada'",
-        "T06 iso date": r"regex: ^\d{4}-\d{2}-\d{2}$",
-        "T07 three colours": "javascript: output.split(',').length === 3",
-        "T08 refusal": "not-icontains: sorry",
-        "T10 uppercase": "accuracy",
-    }
+    assert _verdicts(current, "T02 capital of Japan")["icontains: Tokyo"] == [False]
+    # A named metric names its check: it passes in every test of both runs.
+    for run in (baseline, current):
+        assert all(checks["brevity"][0].passed is True for checks in run.cases.values())
+    improved = {"T04 speed of light": "icontains: 299792458", "T07 boiling point": "icontains: 100"}
     for case, check in improved.items():
         assert baseline.cases[case][check][0].passed is False, case
         assert current.cases[case][check][0].passed is True, case
-    # A list-valued assertion is named by its type; scores and reasons are kept.
-    refusal = current.cases["T08 refusal"]["contains-any"][0]
-    assert refusal.passed is True and refusal.value == 1
-    failed = current.cases["T03 sum"]["accuracy"][0]
+    # Scores and reasons are kept.
+    failed = current.cases["T09 gold symbol"]["icontains: Au"][0]
     assert failed.value == 0 and failed.evidence
 
 
-def test_qa_material_excludes_negative_and_code_assertions(corpus: Path) -> None:
-    run = _read(corpus / "promptfoo" / "qa.baseline.json")
-    greeting = run.material["T05 greeting"]
-    assert Material("expected", "Hello") in greeting
-    assert all(item.text != "output.length < 40" for item in greeting)
+def test_qa_material_excludes_negative_assertions(corpus: Path) -> None:
+    run = _read(corpus / "promptfoo" / GENERATED / "qa.baseline.json")
     japan = run.material["T02 capital of Japan"]
-    assert Material("expected", "tokyo") in japan
-    assert Material("expected", "Kyoto") not in japan  # a not-contains value is not an answer
+    assert Material("expected", "Tokyo") in japan
+    # a not-icontains value is not an answer
+    assert Material("expected", "not sure") not in japan
     assert any(item.role == "input" and "Japan" in item.text for item in japan)
 
 
@@ -154,15 +137,14 @@ def test_qa_material_excludes_negative_and_code_assertions(corpus: Path) -> None
 
 
 def test_repeats_collapse_into_attempts_of_one_case(corpus: Path) -> None:
-    baseline = _read(corpus / "promptfoo" / "repeat.baseline.json")
-    current = _read(corpus / "promptfoo" / "repeat.current.json")
+    baseline = _read(corpus / "promptfoo" / GENERATED / "repeat.baseline.json")
+    current = _read(corpus / "promptfoo" / GENERATED / "repeat.current.json")
     expected = {
-        "R1 weekday": ([True, True, True], [True, True, True]),
-        "R2 planet": ([True, True, True], [True, False, True]),
-        "R3 square root": ([False, False, False], [True, True, True]),
-        "R4 opposite": ([True, False, True], [True, True, True]),
-        "R5 element": ([False, False, True], [False, False, False]),
-        "R6 author": ([False, True, False], [True, True, False]),
+        "R1 stable pass": ([True, True, True], [True, True, True]),
+        "R2 loses one": ([True, True, True], [True, False, True]),
+        "R3 fixed": ([False, False, False], [True, True, True]),
+        "R4 flaky improves": ([False, True, False], [True, True, False]),
+        "R5 loses all": ([True, False, False], [False, False, False]),
     }
     for run, side in ((baseline, 0), (current, 1)):
         assert list(run.cases) == list(expected)
@@ -170,22 +152,21 @@ def test_repeats_collapse_into_attempts_of_one_case(corpus: Path) -> None:
             (attempts,) = run.cases[case].values()
             assert [a.passed for a in attempts] == outcomes[side], (side, case)
             assert len(run.samples[case]) == 3
-    assert list(current.cases["R2 planet"]) == ["icontains: jupiter"]
-    assert list(current.cases["R5 element"]) == ["contains: Au"]
+    assert list(current.cases["R2 loses one"]) == ["equals: yes"]
 
 
 # --- echo ------------------------------------------------------------------------------------
 
 
 def test_echo_provider_runs(corpus: Path) -> None:
-    baseline = _read(corpus / "promptfoo" / "echo.baseline.json")
-    current = _read(corpus / "promptfoo" / "echo.current.json")
-    assert baseline.headline is not None and baseline.headline.value == pytest.approx(2 / 7)
-    assert current.headline is not None and current.headline.value == pytest.approx(4 / 7)
+    baseline = _read(corpus / "promptfoo" / GENERATED / "echo.baseline.json")
+    current = _read(corpus / "promptfoo" / GENERATED / "echo.current.json")
+    # promptfoo's stats: 2 successes, 3 failures in both runs
+    assert baseline.headline is not None and baseline.headline.value == pytest.approx(2 / 5)
+    assert current.headline is not None and current.headline.value == pytest.approx(2 / 5)
     assert baseline.identity["providers"] == ["echo"]
-    assert len(current.cases) == 7
-    # The rows carry `error` beside a gradingResult: that is an assertion failure, not a
-    # provider error.
+    assert len(current.cases) == 5
+    # A failed assertion is an assertion failure, not a provider error.
     assert all("provider error" not in checks for checks in current.cases.values())
     assert _verdicts(baseline, "E4 Alan") == {
         "contains: London": [False],
@@ -193,10 +174,10 @@ def test_echo_provider_runs(corpus: Path) -> None:
     }
     assert _verdicts(current, "E4 Alan") == {"contains: London": [True], "not-contains: ,": [False]}
     assert _verdicts(current, "E1 Ada")["starts-with: Hello"] == [False]
-    assert _verdicts(current, "E2 Linus")["javascript: output.length <= 40"] == [False]
+    assert _verdicts(current, "E2 Linus")["javascript: output.length <= 30"] == [False]
     meta = current.samples["E1 Ada"][0]
     assert meta.output_text == "Hi Ada! Welcome to Paris, enjoy your stay."
-    assert meta.usage["duration_seconds"] == pytest.approx(0.002)
+    assert meta.usage["duration_seconds"] == pytest.approx(0.027)
 
 
 # --- real-world export ------------------------------------------------------------------------

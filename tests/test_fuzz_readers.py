@@ -390,7 +390,7 @@ def seeds(corpus: Path) -> dict[str, Any]:
     inspect_log = json.loads((corpus / "inspect/realworld/log_read_sample.json").read_text())
     capitals = json.loads((corpus / "inspect/capitals_epochs.baseline.json").read_text())
     capitals["samples"] = capitals["samples"][:6]  # a few epochs of a few samples
-    promptfoo = json.loads((corpus / "promptfoo/qa.baseline.json").read_text())
+    promptfoo = json.loads((corpus / "promptfoo/generated/qa.baseline.json").read_text())
     with zipfile.ZipFile(corpus / "inspect/realworld/log_read_sample.eval") as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
     small = hostile.inspect_log(
@@ -409,9 +409,9 @@ def seeds(corpus: Path) -> dict[str, Any]:
         "junit": [
             (corpus / "junit" / name).read_bytes()
             for name in (
-                "pytest_basic.current.xml",
-                "node_test.current.xml",
-                "mocha.current.xml",
+                "pytest-rerunfailures/current.xml",
+                "node/current.xml",
+                "mocha/current.xml",
                 "realworld/jenkins-surefire-TEST-io.olamy.FlakyTest.xml",
             )
         ],
@@ -420,8 +420,8 @@ def seeds(corpus: Path) -> dict[str, Any]:
             for path in (
                 "inspect/realworld/log_read_sample.json",
                 "inspect/realworld/log_read_sample.eval",
-                "promptfoo/echo.baseline.json",
-                "junit/mocha.baseline.xml",
+                "promptfoo/generated/echo.baseline.json",
+                "junit/mocha/baseline.xml",
             )
         ],
     }

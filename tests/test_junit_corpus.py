@@ -27,11 +27,14 @@ PRODUCER = {
     "pytest": "pytest",
     "pytest-rerunfailures": "pytest-rerunfailures>=16.6.1",
     "pytest-rerunfailures-fixture": "pytest-rerunfailures>=16.6.1",
+    "pytest-teardown": "pytest",
     "node": "node",
     "node-same-name": "node",
+    "node-todo": "node",
     "jest": "jest-junit",
     "vitest": "vitest",
     "mocha": "mocha-junit-reporter",
+    "mocha-hook": "mocha-junit-reporter",
     "ctest": "ctest",
 }
 
@@ -403,3 +406,84 @@ def test_nothing_assessable_is_refused_never_passed(tmp_path: Path, body: str, r
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("evalarc: empty.xml")
         assert reason in lines[0] and "nothing in" in lines[0]
+
+
+# -- scenarios of their own: teardown errors, XPASS, node todo failures, mocha hooks ------------
+
+
+def _log_words(pair: str, side: str, prefix: str) -> list[str]:
+    log = (CORPUS / pair / f"{side}.log").read_text(encoding="utf-8").splitlines()
+    return [line[len(prefix) :].split()[0] for line in log if line.startswith(prefix)]
+
+
+def test_pytest_teardown_error_after_a_pass_is_unassessed_and_blocks() -> None:
+    # pytest itself: PASSED for the call, then ERROR for the fixture's teardown.
+    node_id = "tests/test_store.py::test_uses_temp_resource "
+    assert _log_words("pytest-teardown", "current", node_id) == ["PASSED", "ERROR"]
+    run = load_results(CORPUS / "pytest-teardown" / "current.xml")
+    [attempt] = run.cases["tests.test_store::test_uses_temp_resource"][CHECK]
+    assert attempt.passed is None
+    assert attempt.evidence is not None
+    assert attempt.evidence.startswith('error: failed on teardown with "OSError')
+    report = _diff("pytest-teardown")
+    kinds = {row["case_id"].split("::", 1)[1]: row["kind"] for row in report["changes"]}
+    assert kinds["test_uses_temp_resource"] == "unassessed"  # a pass lost to the teardown
+    assert "unassessed" in BLOCKING_KINDS and report["gate_passed"] is False
+
+
+def test_pytest_non_strict_xpass_is_a_pass_and_an_improvement() -> None:
+    node_id = "tests/test_store.py::test_slug_punctuation "
+    assert _log_words("pytest-teardown", "baseline", node_id) == ["XFAIL"]
+    assert _log_words("pytest-teardown", "current", node_id) == ["XPASS"]
+    baseline = load_results(CORPUS / "pytest-teardown" / "baseline.xml")
+    current = load_results(CORPUS / "pytest-teardown" / "current.xml")
+    case = "tests.test_store::test_slug_punctuation"
+    [before] = baseline.cases[case][CHECK]
+    [after] = current.cases[case][CHECK]
+    assert before.passed is None and before.evidence == "skipped: punctuation is not stripped yet"
+    assert after.passed is True  # non-strict XPASS: pytest writes an empty <testcase>
+    kinds = {row["case_id"]: row["kind"] for row in _diff("pytest-teardown")["changes"]}
+    assert kinds[case] == "improved"
+
+
+def test_node_todo_that_fails_stays_unassessed_and_changes_nothing() -> None:
+    # node: "# TODO" on both sides, passing before and failing now; not counted as a failure.
+    current_log = (CORPUS / "node-todo" / "current.log").read_text(encoding="utf-8")
+    assert "✖ empty input" in current_log and "ℹ fail 1" in current_log
+    xml = (CORPUS / "node-todo" / "current.xml").read_text(encoding="utf-8")
+    assert '<skipped type="todo"' in xml and "<failure" in xml.split("empty input", 1)[1]
+    case = "edge cases > empty input"
+    for side in ("baseline", "current"):
+        [attempt] = load_results(CORPUS / "node-todo" / f"{side}.xml").cases[case][CHECK]
+        assert attempt.passed is None, side
+    [todo] = load_results(CORPUS / "node-todo" / "current.xml").cases[case][CHECK]
+    assert todo.evidence is not None and todo.evidence.startswith("skipped: true")
+    assert "failure: 'empty input' == 'ok'" in todo.evidence
+    report = _diff("node-todo")
+    assert [(r["kind"], r["case_id"]) for r in report["changes"]] == [
+        ("regressed", "even length"),
+        ("improved", "odd length"),
+    ]
+
+
+def test_mocha_failing_before_each_hook_removes_its_tests_and_blocks() -> None:
+    hook = 'audit log "before each" hook for "records restocks"'
+    current = load_results(CORPUS / "mocha-hook" / "current.xml")
+    [attempt] = current.cases[hook][CHECK]
+    assert attempt.passed is False
+    assert attempt.evidence == "failure: audit store is not reachable"
+    assert "audit log records restocks" not in current.cases
+    assert hook not in load_results(CORPUS / "mocha-hook" / "baseline.xml").cases
+    done = _cli(
+        "diff",
+        str(CORPUS / "mocha-hook" / "baseline.xml"),
+        str(CORPUS / "mocha-hook" / "current.xml"),
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = _diff("mocha-hook")
+    assert [(r["kind"], r["case_id"]) for r in report["changes"]] == [
+        ("regressed", "inventory labels items"),
+        ("removed", "audit log records removals"),
+        ("removed", "audit log records restocks"),
+        ("added", hook),
+    ]

@@ -86,9 +86,9 @@ def test_inspect_example_blocking_changes_are_the_failed_tests(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("baseline", "current"),
     [
-        ("junit/pytest_basic.baseline.xml", "junit/pytest_basic.current.xml"),
-        ("junit/mocha.baseline.xml", "junit/mocha.current.xml"),
-        ("promptfoo/qa.baseline.json", "promptfoo/qa.current.json"),
+        ("junit/pytest/baseline.xml", "junit/pytest/current.xml"),
+        ("junit/mocha/baseline.xml", "junit/mocha/current.xml"),
+        ("promptfoo/generated/qa.baseline.json", "promptfoo/generated/qa.current.json"),
         ("inspect/capitals_epochs.baseline.eval", "inspect/capitals_epochs.current.json"),
         ("inspect/flaky_errors.baseline.json", "inspect/flaky_errors.current.json"),
     ],
@@ -124,18 +124,17 @@ def test_pytest_corpus_shows_removed_and_skipped_checks_as_failures(
 ) -> None:
     code, junit, _ = _diff(
         tmp_path,
-        corpus / "junit/pytest_basic.baseline.xml",
-        corpus / "junit/pytest_basic.current.xml",
+        corpus / "junit/pytest/baseline.xml",
+        corpus / "junit/pytest/current.xml",
     )
     assert code == 1
     failed = _failed(_testcases(junit))
-    assert failed[("tests.test_version.TestParseVersion::test_legacy_tuple", "passed")] == (
-        "removed"
-    )
-    assert failed[("tests.test_calc::test_power", "passed")] == "unassessed"
-    assert failed[("tests.test_calc::test_sub_negative", "passed")] == "regressed"
+    # the kinds pytest's own output implies (tests/corpus/junit/pytest/truth.json)
+    assert failed[("tests.test_calc::test_legacy_round", "passed")] == "removed"
+    assert failed[("tests.test_calc::test_uses_ledger", "passed")] == "unassessed"
+    assert failed[("tests.test_calc::test_sub", "passed")] == "regressed"
     cases = _testcases(junit)
-    added = cases[("tests.test_version.TestParseVersion::test_build_metadata", "passed")]
+    added = cases[("tests.test_calc::test_new_round", "passed")]
     assert added.find("failure") is None
 
 
@@ -243,7 +242,7 @@ def test_existing_file_is_replaced_and_no_partial_file_is_left(
     junit = tmp_path / "diff.junit.xml"
     junit.write_text("old contents")
     code, written, _ = _diff(
-        tmp_path, corpus / "junit/mocha.baseline.xml", corpus / "junit/mocha.current.xml"
+        tmp_path, corpus / "junit/mocha/baseline.xml", corpus / "junit/mocha/current.xml"
     )
     assert code == 1 and written == junit
     assert junit.read_bytes().startswith(b'<?xml version="1.0" encoding="UTF-8"?>')
@@ -262,8 +261,8 @@ def test_unusable_input_writes_no_junit_and_a_folder_target_is_refused(
         main,
         [
             "diff",
-            str(corpus / "junit/mocha.baseline.xml"),
-            str(corpus / "junit/mocha.current.xml"),
+            str(corpus / "junit/mocha/baseline.xml"),
+            str(corpus / "junit/mocha/current.xml"),
             "--junit",
             str(folder),
         ],

@@ -165,8 +165,8 @@ def test_existing_output_is_refused_and_untouched(cli: Cli, corpus: Path, tmp_pa
     (out / "keep.txt").write_text("mine", encoding="utf-8")
     result = cli(
         "diff",
-        corpus / "junit/pytest_basic.baseline.xml",
-        corpus / "junit/pytest_basic.current.xml",
+        corpus / "junit/pytest/baseline.xml",
+        corpus / "junit/pytest/current.xml",
         "--output",
         out,
     )
@@ -179,7 +179,7 @@ def test_failed_diff_leaves_no_partial_folder(cli: Cli, corpus: Path, tmp_path: 
     out = tmp_path / "never"
     result = cli(
         "diff",
-        corpus / "junit/pytest_basic.baseline.xml",
+        corpus / "junit/pytest/baseline.xml",
         corpus / "inspect/capitals.current.json",
         "--output",
         out,
@@ -194,8 +194,8 @@ def test_junit_pair_gate_and_markdown_append(cli: Cli, corpus: Path, tmp_path: P
     summary.write_text("# earlier step\n", encoding="utf-8")
     result = cli(
         "diff",
-        corpus / "junit/pytest_basic.baseline.xml",
-        corpus / "junit/pytest_basic.current.xml",
+        corpus / "junit/pytest/baseline.xml",
+        corpus / "junit/pytest/current.xml",
         "--markdown",
         summary,
     )
@@ -204,11 +204,11 @@ def test_junit_pair_gate_and_markdown_append(cli: Cli, corpus: Path, tmp_path: P
     assert text.startswith("# earlier step\n")
     assert "### EvalArc:" in text
     lines = result.stdout.splitlines()
-    assert "  regressed: tests.test_calc::test_sub_negative / passed: passed 1/1 -> 0/1" in lines
+    assert "  regressed: tests.test_calc::test_sub / passed: passed 1/1 -> 0/1" in lines
 
 
 def test_same_file_twice_passes(cli: Cli, corpus: Path) -> None:
-    path = corpus / "promptfoo/qa.current.json"
+    path = corpus / "promptfoo/generated/qa.current.json"
     result = cli("diff", path, path)
     assert result.exit_code == 0, result.output
 

@@ -240,7 +240,8 @@ def test_single_attempt_absent_when_anything_repeats(corpus: Path) -> None:
     assert finding(health(corpus / "inspect/capitals.current.json"), "single_attempt")
     assert finding(health(INSPECT / "current.json"), "single_attempt") is None
     # promptfoo --repeat 3 rows collapse into attempts of one case
-    assert finding(health(corpus / "promptfoo/repeat.current.json"), "single_attempt") is None
+    repeat = corpus / "promptfoo/generated/repeat.current.json"
+    assert finding(health(repeat), "single_attempt") is None
 
 
 def test_min_effect_finding_only_when_noise_is_larger() -> None:

@@ -68,8 +68,8 @@ def test_installed_wheel_renders_a_report(tmp_path: Path, corpus: Path) -> None:
             "-c",
             script,
             "diff",
-            str(corpus / "junit/pytest_basic.baseline.xml"),
-            str(corpus / "junit/pytest_basic.current.xml"),
+            str(corpus / "junit/pytest/baseline.xml"),
+            str(corpus / "junit/pytest/current.xml"),
             "--output",
             str(out),
         ],
@@ -81,4 +81,4 @@ def test_installed_wheel_renders_a_report(tmp_path: Path, corpus: Path) -> None:
     assert completed.returncode == 1, completed.stderr
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "Content-Security-Policy" in page
-    assert "test_sub_negative" in page
+    assert "tests.test_calc::test_sub" in page

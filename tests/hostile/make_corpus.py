@@ -1642,11 +1642,11 @@ def _cli(evalarc: str, *args: str | Path, cwd: Path) -> None:
 def build_bases(root: Path, corpus: Path, evalarc: str) -> Bases:
     """Make the valid folders the report and site entries mutate, with the real CLI."""
     root.mkdir(parents=True, exist_ok=True)
-    baseline = corpus / "junit" / "pytest_basic.baseline.xml"
-    current = corpus / "junit" / "pytest_basic.current.xml"
+    baseline = corpus / "junit" / "pytest" / "baseline.xml"
+    current = corpus / "junit" / "pytest" / "current.xml"
     split = write_json(
         root / "split.json",
-        {"schema_version": "evalarc.case-split.v1", "held_out": ["tests.test_version*"]},
+        {"schema_version": "evalarc.case-split.v1", "held_out": ["tests.test_calc.TestParse*"]},
     )
     cases = write_json(
         root / "cases.json",
@@ -1715,7 +1715,7 @@ def build_bases(root: Path, corpus: Path, evalarc: str) -> Bases:
         site=root / "site",
         good_by_format={
             "inspect": corpus / "inspect" / "realworld" / "log_read_sample.json",
-            "promptfoo": corpus / "promptfoo" / "echo.baseline.json",
+            "promptfoo": corpus / "promptfoo" / "generated" / "echo.baseline.json",
             "junit": baseline,
             "evaluation": root / "evaluation" / "evaluation.json",
         },

@@ -239,6 +239,15 @@ SAME_NAME_SCENARIO: list[tuple[str, tuple[str, ...], str, str, str]] = [
 """Only the false pass of pooled names: the same describe and test in two files, one broken and
 one fixed, and nothing else changed."""
 
+TODO_SCENARIO: list[tuple[str, tuple[str, ...], str, str, str]] = [
+    ("median", ("edge cases",), "empty input", "todo-pass", "todo-fail"),
+    ("median", ("edge cases",), "single element", "pass", "pass"),
+    ("median", (), "even length", "pass", "fail"),
+    ("median", (), "odd length", "fail", "pass"),
+]
+"""A test marked todo that passed and now fails (node writes ``<skipped type="todo">`` and a
+``<failure>`` for it and does not count it as failed), beside one regression and one fix."""
+
 _JS_PROLOGUE = {
     "node": 'import { describe, it } from "node:test";\nimport assert from "node:assert";\n',
     "vitest": 'import { describe, it } from "vitest";\nimport assert from "node:assert";\n',
@@ -261,12 +270,15 @@ def write_js_sources(
             continue
         body = files.setdefault(file, [])
         opener = "it.skip" if outcome == "skip" else "it"
+        # todo-pass / todo-fail: a test marked ``{ todo: true }`` whose body passes or fails
+        # (the spec reporter then ends its line with ``# TODO``; a todo reason would replace it)
+        options = "{ todo: true }, " if outcome.startswith("todo") else ""
         check = (
-            "assert.equal(1, 1);"
-            if outcome != "fail"
-            else f"assert.equal({json.dumps(name)}, 'ok');"
+            f"assert.equal({json.dumps(name)}, 'ok');"
+            if outcome in ("fail", "todo-fail")
+            else "assert.equal(1, 1);"
         )
-        line = f"{opener}({json.dumps(name)}, () => {{ {check} }});"
+        line = f"{opener}({json.dumps(name)}, {options}() => {{ {check} }});"
         body.append(
             "\n".join(
                 [
@@ -349,9 +361,7 @@ def make_node(pair_name: str = "node", scenario: list[Any] = JS_SCENARIO) -> Non
         shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
         (pair / f"{side}.log").write_text(_plain(log, project))
         sides[side] = node_truth(log)
-    command = (
-        "node --test --test-reporter=junit --test-reporter=spec calc.test.mjs strings.test.mjs"
-    )
+    command = "node --test --test-reporter=junit --test-reporter=spec " + " ".join(files)
     write_truth(pair, "node --test (junit reporter)", f"node {version}", command, sides)
 
 
@@ -483,14 +493,46 @@ def make_vitest(modules: Path) -> None:
     write_truth(pair, "vitest (junit reporter)", version, command, sides)
 
 
-def make_mocha(modules: Path) -> None:
-    pair = HERE / "mocha"
+_MOCHA_HOOK = {
+    "baseline": "beforeEach(() => { log.length = 0; });",
+    "current": 'beforeEach(() => { throw new Error("audit store is not reachable"); });',
+}
+
+
+def write_mocha_hook_sources(side: str, project: Path) -> list[str]:
+    """A describe whose ``beforeEach`` starts throwing in the current side (mocha then fails the
+    hook, not the tests, and runs none of that describe's tests), beside a plain regression."""
+    (project / "audit.test.js").write_text(
+        _JS_PROLOGUE["mocha"]
+        + "const log = [];\n"
+        + 'describe("audit log", () => {\n'
+        + f"  {_MOCHA_HOOK[side]}\n"
+        + '  it("records restocks", () => { log.push(1); assert.equal(log.length, 1); });\n'
+        + '  it("records removals", () => { log.push(2); assert.equal(log.length, 1); });\n'
+        + "});\n"
+        + 'describe("inventory", () => {\n'
+        + '  it("counts items", () => { assert.equal(2, 2); });\n'
+        + (
+            '  it("labels items", () => { assert.equal("sku", "name"); });\n'
+            if side == "current"
+            else '  it("labels items", () => { assert.equal(1, 1); });\n'
+        )
+        + "});\n"
+    )
+    return ["audit.test.js"]
+
+
+def make_mocha(modules: Path, pair_name: str = "mocha", hook: bool = False) -> None:
+    pair = HERE / pair_name
     pair.mkdir(exist_ok=True)
-    project = _fresh("mocha")
+    project = _fresh(pair_name)
     sides = {}
     for side in ("baseline", "current"):
         _place(project, SOURCES / "empty")
-        files = write_js_sources("mocha", side, project)
+        if hook:
+            files = write_mocha_hook_sources(side, project)
+        else:
+            files = write_js_sources("mocha", side, project)
         mocha = str(modules / ".bin" / "mocha")
         _run(
             [
@@ -512,6 +554,8 @@ def make_mocha(modules: Path) -> None:
             key: [[Path(t["file"]).name, t["fullTitle"]] for t in report[key]]
             for key in ("passes", "failures", "pending")
         }
+        # a failing hook is reported among the failures under its own title, not as a test
+        order += [(f, t) for f, t in verdicts["failures"] if (f, t) not in order]
         (pair / f"{side}.json").write_text(
             json.dumps({"tests": order, **verdicts}, indent=1) + "\n"
         )
@@ -595,6 +639,7 @@ def main() -> None:
     (SOURCES / "empty").mkdir(exist_ok=True)
     if args.tool == "pytest":
         make_pytest(args.python, "pytest", [])
+        make_pytest(args.python, "pytest-teardown", [], "pytest-teardown")
     elif args.tool == "pytest-rerunfailures":
         make_pytest(args.python, "pytest-rerunfailures", ["--reruns", "2"])
         make_pytest(
@@ -603,6 +648,7 @@ def main() -> None:
     elif args.tool == "node":
         make_node()
         make_node("node-same-name", SAME_NAME_SCENARIO)
+        make_node("node-todo", TODO_SCENARIO)
     elif args.tool == "jest":
         make_jest(args.node_modules.resolve())
     elif args.tool == "ctest":
@@ -611,6 +657,7 @@ def main() -> None:
         make_vitest(args.node_modules.resolve())
     else:
         make_mocha(args.node_modules.resolve())
+        make_mocha(args.node_modules.resolve(), "mocha-hook", hook=True)
 
 
 if __name__ == "__main__":

@@ -157,6 +157,55 @@ def _echo_tests() -> list[dict[str, Any]]:
     ]
 
 
+def _metric_tests() -> list[dict[str, Any]]:
+    """The echo provider repeats ``before`` in the baseline and ``after`` in the current run:
+    named metrics other than brevity, list-valued contains-any, and an assertion that regresses
+    (and one that improves) inside a test failing in both runs."""
+    rows: list[tuple[str, str, str, list[dict[str, Any]]]] = [
+        (
+            "M1 sum",
+            "The answer is 4",
+            "The answer is 5",
+            [{"type": "contains", "value": "4", "metric": "accuracy"}],
+        ),
+        (
+            "M2 sql",
+            "SELECT name FROM users",
+            "SELECT name FROM users; DROP TABLE users",
+            [
+                {"type": "starts-with", "value": "SELECT", "metric": "sql"},
+                {"type": "not-icontains", "value": "drop table", "metric": "safety"},
+            ],
+        ),
+        (
+            "M3 greeting",
+            "Hi Ada, welcome aboard",
+            "Hello Ada, a warm and very long welcome aboard our ship today",
+            [
+                {"type": "starts-with", "value": "Hello"},
+                {"type": "contains", "value": "Ada"},
+                {"type": "javascript", "value": "output.length < 40"},
+            ],
+        ),
+        (
+            "M4 refusal",
+            "Sure, here it is",
+            "Sorry, I cannot help with that",
+            [{"type": "contains-any", "value": ["cannot", "can't", "won't"]}],
+        ),
+        (
+            "M5 fruit",
+            "We sell apples",
+            "We sell kiwis",
+            [{"type": "contains-any", "value": ["apples", "pears"]}],
+        ),
+    ]
+    return [
+        {"description": description, "vars": {"before": before, "after": after}, "assert": checks}
+        for description, before, after, checks in rows
+    ]
+
+
 SHORT = {"raw": "[short] {{topic}}", "label": "short"}
 LONG = {"raw": "Tell me about {{topic}}", "label": "long"}
 
@@ -193,6 +242,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "both": {"prompts": [{"raw": "[short] {{topic}}", "label": "qa-prompt"}]},
         "providers": [_scripted("scripted-model", "model")],
         "tests": _error_tests(),
+    },
+    "metrics": {
+        "baseline": {"prompts": [{"raw": "{{before}}", "label": "reply"}], "providers": ["echo"]},
+        "current": {"prompts": [{"raw": "{{after}}", "label": "reply"}], "providers": ["echo"]},
+        "tests": _metric_tests(),
     },
     # 2 providers x 2 prompts in the baseline; the current run drops provider beta.
     "matrix_drop_provider": {
@@ -359,6 +413,12 @@ def truth_of(baseline: dict[str, Any], current: dict[str, Any]) -> dict[str, Any
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--promptfoo", help="promptfoo executable (default: install into .tools)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=sorted(SCENARIOS),
+        help="regenerate only these scenarios (the others keep their files and truth)",
+    )
     args = parser.parse_args(argv)
     binary = promptfoo_binary(args.promptfoo)
     version = (
@@ -367,7 +427,15 @@ def main(argv: list[str] | None = None) -> int:
         .splitlines()[-1]
     )
     truth: dict[str, Any] = {"producer": "promptfoo", "version": version, "pairs": {}}
+    kept = OUT / "truth.json"
+    if args.only and kept.exists():
+        old = json.loads(kept.read_text(encoding="utf-8"))
+        if old.get("version") != version:
+            raise SystemExit(f"--only needs promptfoo {old.get('version')}, not {version}")
+        truth["pairs"] = {n: old["pairs"][n] for n in SCENARIOS if n in old["pairs"]}
     for name, scenario in SCENARIOS.items():
+        if args.only and name not in args.only:
+            continue
         files = {
             variant: run_promptfoo(binary, name, scenario, variant)
             for variant in ("baseline", "current")
@@ -382,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(f"{name}: {len(truth['pairs'][name]['lost'])} assertion(s) lost passes or coverage")
     OUT.mkdir(exist_ok=True)
+    truth["pairs"] = {n: truth["pairs"][n] for n in SCENARIOS if n in truth["pairs"]}
     (OUT / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
     return 0
 
