@@ -225,7 +225,7 @@ def test_promptfoo_pair_records_no_cost_to_gate() -> None:
     folder = EXAMPLES / "promptfoo"
     baseline = load_results(folder / "baseline.json")
     current = load_results(folder / "current.json")
-    with pytest.raises(UsageError, match="neither run records cost or total tokens"):
+    with pytest.raises(UsageError, match="no attempt records cost or total tokens in both runs"):
         compute_diff(baseline, current, DiffOptions(max_cost_ratio=1.0), created_at="x")
 
 

@@ -412,17 +412,43 @@ def case_labels(rows: list[dict[str, Any]]) -> list[str]:
     return [ids[key] for key in keys]
 
 
+def compared_across(baseline: Run, current: Run) -> tuple[str, ...]:
+    """The matrix fields ("provider", "prompt") that each promptfoo run holds exactly one value
+    of: the one of each side is compared with the other (a changed prompt, an upgraded model),
+    so that field does not take part in pairing."""
+    fields: list[str] = []
+    for field_name in ("provider", "prompt"):
+        base = {getattr(key, field_name) for key in baseline.matrix.values()}
+        cur = {getattr(key, field_name) for key in current.matrix.values()}
+        if len(base) == 1 and len(cur) == 1:
+            fields.append(field_name)
+    return tuple(fields)
+
+
 def align_matrix(baseline: Run, current: Run) -> tuple[Run, Run]:
     """Both promptfoo runs with case ids computed over the keys of both files (see
-    :func:`matrix_ids`); other runs are returned as they are. Idempotent."""
+    :func:`matrix_ids`); other runs are returned as they are. Idempotent.
+
+    A field of which each run holds exactly one value (:func:`compared_across`) is left out of
+    the pairing key, so a prompt or model that changed between the runs pairs every test with
+    itself; otherwise cases pair on the same test, provider and prompt."""
     if not baseline.matrix or not current.matrix:
         return baseline, current
-    ids = matrix_ids([*baseline.matrix.values(), *current.matrix.values()])
-    return _rekey(baseline, ids), _rekey(current, ids)
+    across = compared_across(baseline, current)
+
+    def pairing(key: MatrixKey) -> MatrixKey:
+        return replace(
+            key,
+            provider="" if "provider" in across else key.provider,
+            prompt="" if "prompt" in across else key.prompt,
+        )
+
+    ids = matrix_ids(pairing(key) for key in [*baseline.matrix.values(), *current.matrix.values()])
+    return _rekey(baseline, ids, pairing), _rekey(current, ids, pairing)
 
 
-def _rekey(run: Run, ids: dict[MatrixKey, str]) -> Run:
-    renamed = {old: ids[key] for old, key in run.matrix.items()}
+def _rekey(run: Run, ids: dict[MatrixKey, str], pairing: Callable[[MatrixKey], MatrixKey]) -> Run:
+    renamed = {old: ids[pairing(key)] for old, key in run.matrix.items()}
     if all(old == new for old, new in renamed.items()):
         return run
     return replace(
@@ -439,14 +465,23 @@ def matrix_sides(baseline: Run, current: Run) -> dict[str, Any] | None:
     if not baseline.matrix or not current.matrix:
         return None
     result: dict[str, Any] = {}
+    across = compared_across(baseline, current)
     for field_name in ("provider", "prompt"):
         base = sorted({getattr(key, field_name) for key in baseline.matrix.values()})
         cur = sorted({getattr(key, field_name) for key in current.matrix.values()})
+        if field_name in across:
+            # One on each side, compared with each other: nothing is only on one side.
+            only_base: list[str] = []
+            only_cur: list[str] = []
+        else:
+            only_base = sorted(set(base) - set(cur))
+            only_cur = sorted(set(cur) - set(base))
         result[f"{field_name}s"] = {
             "baseline": base,
             "current": cur,
-            "baseline_only": sorted(set(base) - set(cur)),
-            "current_only": sorted(set(cur) - set(base)),
+            "baseline_only": only_base,
+            "current_only": only_cur,
+            "compared_across": field_name in across,
         }
     return result
 

@@ -184,7 +184,8 @@ def _cost_gap(cost: dict[str, Any]) -> str:
 
 
 def matrix_notes(report: dict[str, Any]) -> list[str]:
-    """One sentence per provider or prompt that only one promptfoo run holds."""
+    """One sentence per provider or prompt that only one promptfoo run holds, or that changed
+    between two runs of one provider or prompt each."""
     matrix = report.get("matrix")
     if not isinstance(matrix, dict):
         return []
@@ -192,6 +193,14 @@ def matrix_notes(report: dict[str, Any]) -> list[str]:
     for field, word in (("providers", "provider"), ("prompts", "prompt")):
         sides = matrix.get(field)
         if not isinstance(sides, dict):
+            continue
+        if sides.get("compared_across") is True:
+            base, cur = sides.get("baseline") or [], sides.get("current") or []
+            if base != cur:
+                notes.append(
+                    f"{word.capitalize()} changed: {', '.join(map(str, base))} -> "
+                    f"{', '.join(map(str, cur))} (each case compared across the change)"
+                )
             continue
         for side in ("baseline", "current"):
             only = sides.get(f"{side}_only") or []
