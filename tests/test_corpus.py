@@ -8,6 +8,7 @@ for every attempt and check, and the same headline.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import tomllib
@@ -130,8 +131,27 @@ def test_nothing_in_the_tests_reads_outside_the_clone() -> None:
     offenders = [
         f"{path.relative_to(root)}:{number}"
         for path in files
-        if path.is_file() and path.name != "test_corpus.py"
+        # This test and the scrubber name those roots on purpose (to find and replace them).
+        if path.is_file() and path.name not in ("test_corpus.py", "scrub_paths.py")
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
         if pattern.search(line)
     ]
     assert offenders == []
+
+
+def test_no_generated_corpus_file_holds_a_path_of_the_generating_machine(corpus: Path) -> None:
+    """The tools write their venv and scratch paths into traces; the generators replace them
+    (tests/corpus/scrub_paths.py), so a published corpus names no machine's folders."""
+    spec = importlib.util.spec_from_file_location("scrub_paths", corpus / "scrub_paths.py")
+    assert spec is not None and spec.loader is not None
+    scrub = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scrub)
+    files = scrub.generated_files(corpus)
+    assert len(files) > 50
+    assert {p.suffix for p in files} >= {".json", ".xml", ".eval"}
+    assert [str(p.relative_to(corpus)) for p in files if scrub.holds_machine_path(p)] == []
+    # the scrubber keeps the rest of a path, so a trace still reads as the tool wrote it
+    text = b'File "/tmp/venv/lib/x.py" at /work/wt/a/tests/corpus/g.py and /home/u/.m2/r'
+    assert scrub.scrub_bytes(text) == (
+        b'File "$TMPDIR/venv/lib/x.py" at $REPO/tests/corpus/g.py and $HOME/.m2/r'
+    )

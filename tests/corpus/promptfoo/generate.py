@@ -455,5 +455,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _scrub_machine_paths() -> None:
+    """Replace this machine's absolute paths in what the tool wrote (../scrub_paths.py)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scrub_paths.py"
+    spec = importlib.util.spec_from_file_location("scrub_paths", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.scrub_tree(Path(__file__).resolve().parent)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    _scrub_machine_paths()
+    sys.exit(status)
