@@ -194,34 +194,6 @@ def text_bytes(text: str) -> bytes:
     return text.encode("utf-8", errors="backslashreplace")
 
 
-@dataclass(frozen=True)
-class ReportKind:
-    """How ``verify`` checks one kind of report folder (see :mod:`evalarc.verify`).
-
-    ``recompute(folder, params, recorded)`` rebuilds the report from the folder's own inputs and
-    recorded options with the same compute function the writing command used; ``summarize``
-    turns a verified report into the kind's summary fields, including ``passed``.
-    """
-
-    name: str
-    report_file: str
-    recompute: Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], dict[str, Any]]
-    summarize: Callable[[dict[str, Any]], dict[str, Any]]
-    derive: Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], Derived] | None = None
-    """Every file the writing command derives from the report (summary, case lines, page, ...)
-    by name: its exact bytes, or a check of its bytes returning a problem or None. Called with
-    the verified report; a derived file present in a folder and not listed here is refused."""
-    volatile: tuple[tuple[str, ...], ...] = ((),)
-    """Where the report's ``created_at``/``evalarc_version`` live (paths of keys; ``*`` is every
-    list item): only there are they ignored by the comparison."""
-    informational: frozenset[str] = frozenset()
-    """params.json options recorded for the reader that recomputation does not need."""
-    records: tuple[str, ...] = ()
-    """Names (or folder prefixes ending in ``/``) of process records a command keeps beside the
-    report (``hillclimb-run``'s loop log, patches, command output): ``verify`` lists them as
-    records it cannot check, and a site refuses them."""
-
-
 @dataclass(frozen=True, slots=True)
 class FileRecord:
     sha256: str

@@ -15,8 +15,8 @@ import pytest
 
 from evalarc.errors import InputError
 from evalarc.formats import load_results
+from evalarc.reports.diff_text import markdown_summary, terminal_lines
 from evalarc.review.diff import BLOCKING_KINDS, DiffOptions, compute_diff
-from evalarc.review.diff_text import markdown_summary, terminal_lines
 from evalarc.review.leakage import HarnessFile
 from evalarc.review.split import CaseSplit
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from evalarc.formats.model import Attempt, Headline, Material, Run, SampleMeta, Source
+from evalarc.reports.diff_text import escape_md_prose, markdown_summary, md_code, terminal_lines
 from evalarc.review.diff import DiffOptions, compute_diff
-from evalarc.review.diff_text import escape_md_prose, markdown_summary, md_code, terminal_lines
 from evalarc.review.leakage import HarnessFile
 from evalarc.review.split import CaseSplit
 

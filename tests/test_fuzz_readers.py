@@ -36,12 +36,12 @@ from evalarc.errors import EvalArcError
 from evalarc.formats import Run, load_results
 from evalarc.formats.junit import read_junit_bytes
 from evalarc.formats.model import Source
+from evalarc.reports.trajectory import run_trajectory
 from evalarc.review.diff import DiffOptions, compute_diff
 from evalarc.review.health import HealthOptions, compute_health
 from evalarc.review.manifest import assign_rules, load_manifest
 from evalarc.review.split import load_split, partition
 from evalarc.runtime.recording import parse_recording
-from evalarc.trajectory_report import run_trajectory
 from evalarc.verify import verify_report_folder
 
 pytestmark = pytest.mark.slow

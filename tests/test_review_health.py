@@ -21,6 +21,8 @@ import pytest
 from evalarc.errors import IncomparableError, InputError, UsageError
 from evalarc.formats import load_results
 from evalarc.formats.model import Attempt, Run, SampleMeta, Source
+from evalarc.pages.health import build_health_page, render_health_page
+from evalarc.reports.health_text import markdown_summary, terminal_lines
 from evalarc.review.health import (
     FINDING_IDS,
     HEALTH_SCHEMA,
@@ -31,7 +33,6 @@ from evalarc.review.health import (
     compute_health,
     resolvable_change,
 )
-from evalarc.review.health_text import markdown_summary, terminal_lines
 from evalarc.review.manifest import (
     MAX_MANIFEST_BYTES,
     CaseManifest,
@@ -39,7 +40,6 @@ from evalarc.review.manifest import (
     load_manifest,
     parse_manifest,
 )
-from evalarc.site.health_page import build_health_page, render_health_page
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
 INSPECT = EXAMPLES / "inspect"

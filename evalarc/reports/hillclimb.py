@@ -21,8 +21,6 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
-    Later,
-    ReportKind,
     copy_verified,
     params_document,
     staged_folder,
@@ -36,6 +34,9 @@ from evalarc.clock import timestamp
 from evalarc.errors import UsageError, VerificationError
 from evalarc.formats import Run, load_results
 from evalarc.formats.model import Source
+from evalarc.pages.view import PageView
+from evalarc.reports.hillclimb_text import markdown_summary
+from evalarc.reports.kind import ReportKind, write_page
 from evalarc.review.hillclimb import (
     HILLCLIMB_SCHEMA,
     MAX_STEPS,
@@ -43,14 +44,13 @@ from evalarc.review.hillclimb import (
     compute_hillclimb,
     tuning_failures_document,
 )
-from evalarc.review.hillclimb_text import markdown_summary
 from evalarc.review.leakage import HarnessFile, collect_harness
 from evalarc.review.split import CaseSplit, load_split
 
 REPORT_FILE = "hillclimb.json"
 TUNING_FAILURES_FILE = "tuning-failures.json"
 SPLIT_FILE = "split.json"
-KIND = "hillclimb-review"
+KIND_NAME = "hillclimb-review"
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def hillclimb_params(
 ) -> dict[str, Any]:
     """params.json of a hillclimb-review folder: every option, the input copies, split, harness."""
     return params_document(
-        KIND,
+        KIND_NAME,
         {
             "format": fmt,
             "threshold": threshold,
@@ -164,15 +164,13 @@ def write_review_files(
 ) -> None:
     """Write harness copies, params.json, hillclimb.json, tuning-failures.json, summary.md and
     index.html into ``folder`` (input and split copies are the caller's)."""
-    from evalarc.site.hillclimb_page import render_hillclimb_page
-
     for entry, item in zip(params["harness"] or [], harness or [], strict=True):
         write_bytes(folder / entry["file"], item.data)
     write_json(folder / PARAMS_FILE, params)
     write_json(folder / REPORT_FILE, report)
     write_json(folder / TUNING_FAILURES_FILE, tuning_failures_document(report))
     write_text(folder / "summary.md", markdown_summary(report))
-    write_text(folder / "index.html", render_hillclimb_page(report))
+    write_page(folder, KIND, params, report)
 
 
 # -- verify ---------------------------------------------------------------------------------------
@@ -265,7 +263,7 @@ def recompute_hillclimb_folder(
 ) -> dict[str, Any]:
     """Recompute a saved hillclimb review from the folder's copies and recorded options."""
     if recorded.get("schema_version") != HILLCLIMB_SCHEMA:
-        raise VerificationError(f"{REPORT_FILE} does not hold a {KIND} report")
+        raise VerificationError(f"{REPORT_FILE} does not hold a {KIND_NAME} report")
     options = options_from_params(params)
     inputs = params.get("inputs")
     labels = params.get("labels")
@@ -311,18 +309,26 @@ def derived_hillclimb_files(
     folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
 ) -> Derived:
     """The files ``write_review_files`` derives from the report, for ``verify`` to compare."""
-    from evalarc.site.hillclimb_page import render_hillclimb_page
 
     return {
         TUNING_FAILURES_FILE: text_bytes(pretty_json(tuning_failures_document(report))),
         "summary.md": text_bytes(markdown_summary(report)),
-        "index.html": Later(lambda: text_bytes(render_hillclimb_page(report))),
     }
 
 
-REPORT_KIND = ReportKind(
-    name=KIND,
+def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+    from evalarc.pages.hillclimb import build_hillclimb_page
+
+    page = build_hillclimb_page(report)
+    return PageView("hillclimb.html.j2", "Hillclimb review", page.verdict_title, page)
+
+
+KIND = ReportKind(
+    name=KIND_NAME,
+    label="Hillclimb review",
+    schema=HILLCLIMB_SCHEMA,
     report_file=REPORT_FILE,
+    page=page_view,
     recompute=recompute_hillclimb_folder,
     summarize=hillclimb_summary,
     derive=derived_hillclimb_files,

@@ -18,25 +18,23 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
-    Later,
-    ReportKind,
     copy_verified,
     params_document,
     staged_folder,
-    text_bytes,
     write_json,
-    write_text,
 )
 from evalarc.canonical import JSONValue, sha256_bytes, strict_loads
 from evalarc.errors import EvalArcError, InputError, VerificationError
 from evalarc.formats.model import Source
+from evalarc.pages.view import PageView
+from evalarc.reports.kind import ReportKind, write_page
 from evalarc.review.trajectory import (
     TRAJECTORY_SCHEMA,
     check_budget,
     trajectory_from_document,
 )
 
-KIND = "trajectory"
+KIND_NAME = "trajectory"
 REPORT_FILE = "trajectory.json"
 CHECKPOINTS_FILE = "checkpoints.json"
 PAGE_FILE = "index.html"
@@ -91,7 +89,7 @@ def run_trajectory(
 
 def _params(report: dict[str, Any]) -> dict[str, JSONValue]:
     return params_document(
-        KIND,
+        KIND_NAME,
         {"budget_seconds": report["budget_seconds"], "inputs": [{"file": CHECKPOINTS_FILE}]},
     )
 
@@ -100,14 +98,12 @@ def write_trajectory_folder(
     output: Path, checkpoints: Path, source: Source, report: dict[str, Any]
 ) -> None:
     """Publish the trajectory report folder atomically (see :mod:`evalarc.bundle`)."""
-    from evalarc.site.trajectory_page import render_trajectory_page
-
-    page = render_trajectory_page(report)
+    params = _params(report)
     with staged_folder(output) as folder:
         copy_verified(checkpoints, folder / CHECKPOINTS_FILE, source.sha256)
-        write_json(folder / PARAMS_FILE, _params(report))
+        write_json(folder / PARAMS_FILE, params)
         write_json(folder / REPORT_FILE, report)
-        write_text(folder / PAGE_FILE, page)
+        write_page(folder, KIND, params, report)
 
 
 def recompute_trajectory_folder(
@@ -152,14 +148,23 @@ def derived_trajectory_files(
     folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
 ) -> Derived:
     """The page ``write_trajectory_folder`` derives from the report, for ``verify``."""
-    from evalarc.site.trajectory_page import render_trajectory_page
 
-    return {PAGE_FILE: Later(lambda: text_bytes(render_trajectory_page(report)))}
+    return {}
 
 
-REPORT_KIND = ReportKind(
-    name=KIND,
+def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+    from evalarc.pages.trajectory import build_trajectory_page
+
+    page = build_trajectory_page(report)
+    return PageView("trajectory.html.j2", "Score trajectory", page.verdict, page)
+
+
+KIND = ReportKind(
+    name=KIND_NAME,
+    label="Score trajectory",
+    schema=TRAJECTORY_SCHEMA,
     report_file=REPORT_FILE,
+    page=page_view,
     recompute=recompute_trajectory_folder,
     summarize=trajectory_summary,
     derive=derived_trajectory_files,

@@ -48,12 +48,13 @@ from evalarc.errors import (
 )
 from evalarc.formats import Run, load_results
 from evalarc.formats.model import FORMATS
-from evalarc.hillclimb_report import (
+from evalarc.reports.hillclimb import (
     SPLIT_FILE,
     harness_entries,
     hillclimb_params,
     write_review_files,
 )
+from evalarc.reports.hillclimb_text import points
 from evalarc.review.health import noise_review
 from evalarc.review.hillclimb import (
     MAX_STEPS,
@@ -66,7 +67,6 @@ from evalarc.review.hillclimb import (
     stall_entry,
     triage_cases,
 )
-from evalarc.review.hillclimb_text import points
 from evalarc.review.leakage import MIN_LEAK_CHARS, HarnessFile, scan_leakage
 from evalarc.review.split import CaseSplit, load_split, partition
 from evalarc.review.usage import COST_METRIC_CHOICES

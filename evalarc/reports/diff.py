@@ -17,8 +17,6 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
-    Later,
-    ReportKind,
     copy_verified,
     params_document,
     recorded_object,
@@ -34,6 +32,9 @@ from evalarc.errors import OutputError, VerificationError
 from evalarc.formats import Run, load_results
 from evalarc.formats.evaluation import resolve_evaluation_path
 from evalarc.formats.model import Source
+from evalarc.pages.view import PageView
+from evalarc.reports.diff_text import markdown_summary
+from evalarc.reports.kind import ReportKind, write_page
 from evalarc.review.diff import (
     DIFF_SCHEMA,
     DiffOptions,
@@ -41,7 +42,6 @@ from evalarc.review.diff import (
     overall_passed,
     prepare_runs,
 )
-from evalarc.review.diff_text import markdown_summary
 from evalarc.review.leakage import HarnessFile, collect_harness
 from evalarc.review.split import CaseSplit, load_split
 
@@ -73,7 +73,7 @@ def run_diff(
 ) -> dict[str, Any]:
     """Load both runs, compute the diff, and (with ``output``) publish a report folder; (with
     ``junit``) write every compared check as a JUnit testcase (see
-    :mod:`evalarc.junit_output`); (with ``markdown``) append the summary to that file.
+    :mod:`evalarc.reports.diff_junit`); (with ``markdown``) append the summary to that file.
 
     Every requested output is written or none is: the JUnit file is staged beside its target and
     the Markdown file opened for appending before the report folder is published, so a path
@@ -116,7 +116,7 @@ def run_diff(
 
 def _stage_junit(path: Path, report: dict[str, Any], baseline: Run, current: Run) -> Path:
     """Write the JUnit XML into a temporary sibling of ``path`` (published by a rename)."""
-    from evalarc.junit_output import junit_document
+    from evalarc.reports.diff_junit import junit_document
 
     data = junit_document(report, baseline, current)
     if path.is_dir():
@@ -197,8 +197,6 @@ def write_diff_folder(
     harness: Sequence[HarnessFile] | None,
 ) -> None:
     """Publish the diff report folder atomically (see :mod:`evalarc.bundle`)."""
-    from evalarc.site.diff_page import render_diff_page
-
     params = _params(request, report, split, harness)
     with staged_folder(output) as folder:
         copy_verified(
@@ -212,7 +210,7 @@ def write_diff_folder(
         write_json(folder / PARAMS_FILE, params)
         write_json(folder / REPORT_FILE, report)
         write_text(folder / "summary.md", markdown_summary(report))
-        write_text(folder / "index.html", render_diff_page(report))
+        write_page(folder, KIND, params, report)
 
 
 def recompute_diff_folder(
@@ -308,17 +306,29 @@ def derived_diff_files(
     folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
 ) -> Derived:
     """The files ``write_diff_folder`` derives from the report, for ``verify`` to compare."""
-    from evalarc.site.diff_page import render_diff_page
 
     return {
         "summary.md": text_bytes(markdown_summary(report)),
-        "index.html": Later(lambda: text_bytes(render_diff_page(report))),
     }
 
 
-REPORT_KIND = ReportKind(
+def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+    from evalarc.pages.diff import build_diff_page, diff_case_views
+
+    case_views, inline = diff_case_views(folder, params, report)
+    page = build_diff_page(
+        report, case_views=case_views, inline_cases=inline
+    )
+    files = case_views.files if case_views is not None else {}
+    return PageView("diff.html.j2", "Results diff", page.verdict_title, page, files)
+
+
+KIND = ReportKind(
     name="diff",
+    label="Results diff",
+    schema=DIFF_SCHEMA,
     report_file=REPORT_FILE,
+    page=page_view,
     recompute=recompute_diff_folder,
     summarize=diff_summary,
     derive=derived_diff_files,
