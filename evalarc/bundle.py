@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from evalarc import schemas
 from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file, strict_loads
 from evalarc.errors import EvalArcError, InputError, OutputError, VerificationError
 
-PARAMS_SCHEMA = "evalarc.report-params.v1"
+PARAMS_SCHEMA = schemas.REPORT_PARAMS
 PARAMS_FILE = "params.json"
 MAX_EVIDENCE_FILE_BYTES = 512 * 1024 * 1024
 _CHUNK = 1 << 20

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalarc import __version__
+from evalarc import __version__, schemas
 from evalarc.bundle import (
     PARAMS_FILE,
     PARAMS_SCHEMA,
@@ -44,8 +44,9 @@ from evalarc.bundle import (
 )
 from evalarc.errors import VerificationError
 from evalarc.reports.kind import PAGE_FILE, ReportKind, page_files
+from evalarc.schemas import check_schema
 
-VERIFICATION_SCHEMA = "evalarc.verification.v1"
+VERIFICATION_SCHEMA = schemas.VERIFICATION
 SCOPE = (
     "Recomputed from the preserved input bytes and the recorded options and compared with the "
     "saved report; every derived file (summary, case lines, failure lists, events, page) was "
@@ -213,8 +214,7 @@ def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderV
     if PARAMS_FILE not in tree:
         raise VerificationError(f"{shown} has no {PARAMS_FILE}; it is not a report folder")
     params_document = load_report_json(folder, PARAMS_FILE)
-    if params_document.get("schema_version") != PARAMS_SCHEMA:
-        raise VerificationError(f"{PARAMS_FILE} is not an EvalArc report parameter file")
+    check_schema(params_document, PARAMS_SCHEMA, f"{prefix}{PARAMS_FILE}", error=VerificationError)
     kinds = _kinds()
     kind = kinds.get(str(params_document.get("kind")))
     if kind is None:
@@ -223,6 +223,7 @@ def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderV
             f"{shown_name(str(params_document.get('kind')))!r}"
         )
     recorded = load_report_json(folder, kind.report_file)
+    check_schema(recorded, kind.schema, f"{prefix}{kind.report_file}", error=VerificationError)
     params = TrackedParams(params_document)
     try:
         recomputed = kind.recompute(folder, params, recorded)

@@ -316,9 +316,7 @@ def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, 
     from evalarc.pages.diff import build_diff_page, diff_case_views
 
     case_views, inline = diff_case_views(folder, params, report)
-    page = build_diff_page(
-        report, case_views=case_views, inline_cases=inline
-    )
+    page = build_diff_page(report, case_views=case_views, inline_cases=inline)
     files = case_views.files if case_views is not None else {}
     return PageView("diff.html.j2", "Results diff", page.verdict_title, page, files)
 

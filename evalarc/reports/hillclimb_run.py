@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from evalarc import schemas
 from evalarc.bundle import check_new_output, copy_verified, write_bytes, write_json, write_text
 from evalarc.canonical import pretty_json, sha256_bytes, sha256_file
 from evalarc.clock import timestamp
@@ -71,8 +72,8 @@ from evalarc.review.leakage import MIN_LEAK_CHARS, HarnessFile, scan_leakage
 from evalarc.review.split import CaseSplit, load_split, partition
 from evalarc.review.usage import COST_METRIC_CHOICES
 
-RUN_SCHEMA = "evalarc.hillclimb-run.v1"
-ALLOWED_SCHEMA = "evalarc.hillclimb-allowed.v1"
+RUN_SCHEMA = schemas.HILLCLIMB_RUN
+ALLOWED_SCHEMA = schemas.HILLCLIMB_ALLOWED
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_ALLOWED_BYTES = 8 * 1024 * 1024
 MAX_OUTSIDE_FILES = 20_000

@@ -12,6 +12,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from evalarc import schemas
 from evalarc.bundle import write_bytes
 from evalarc.canonical import compact_json, sha256_bytes
 from evalarc.clock import now_utc
@@ -30,7 +31,7 @@ from evalarc.schedule import (
     SubjectRun,
 )
 
-EVENT_SCHEMA = "evalarc.event.v1"
+EVENT_SCHEMA = schemas.EVENT
 
 RECORDINGS_DIR = "recordings"
 """A run folder's transcripts, one file per distinct recording, named by SHA-256."""

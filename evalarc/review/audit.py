@@ -25,7 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-AUDIT_SCHEMA = "evalarc.audit.v2"
+from evalarc import schemas
+
+AUDIT_SCHEMA = schemas.AUDIT
 REFERENCE_CONTROL = "reference"
 """The control name of the positive control (events, folder names)."""
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalarc import schemas
 from evalarc.canonical import strict_loads
 from evalarc.errors import IncomparableError, UsageError
 from evalarc.formats.model import Attempt, Run
@@ -29,7 +30,7 @@ from evalarc.review.manifest import (
 )
 from evalarc.review.stats import WILSON_Z, intervals_overlap, rounded_interval, wilson_interval
 
-HEALTH_SCHEMA = "evalarc.eval-health.v1"
+HEALTH_SCHEMA = schemas.EVAL_HEALTH
 MAX_INPUTS = 20
 MAX_PLAN = 1_000_000_000
 """The most attempts per case or configurations a planned run may name (more is a typo, and a

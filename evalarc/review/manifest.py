@@ -16,11 +16,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from evalarc import schemas
 from evalarc.canonical import sha256_bytes, strict_loads
 from evalarc.errors import InputError
 from evalarc.formats.model import Source
 
-MANIFEST_SCHEMA = "evalarc.case-manifest.v1"
+MANIFEST_SCHEMA = schemas.CASE_MANIFEST
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 MAX_RULES = 10_000
 

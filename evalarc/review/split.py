@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalarc import schemas
 from evalarc.canonical import sha256_bytes, strict_loads
 from evalarc.errors import InputError
 from evalarc.formats.model import Run, Source
 from evalarc.review.stats import intervals_overlap, wilson_interval
 
-SPLIT_SCHEMA = "evalarc.case-split.v1"
+SPLIT_SCHEMA = schemas.CASE_SPLIT
 MAX_SPLIT_BYTES = 4 * 1024 * 1024
 MAX_HELD_OUT = 10_000
 _ALLOWED_KEYS = frozenset({"schema_version", "held_out", "description"})

@@ -29,13 +29,13 @@ from fractions import Fraction
 from itertools import pairwise
 from typing import Any
 
-from evalarc import __version__
+from evalarc import __version__, schemas
 from evalarc.canonical import JSONValue, canonical_json, is_finite_number
 from evalarc.errors import IncomparableError, InputError, UsageError
 from evalarc.formats.model import Source
 
-TRAJECTORY_SCHEMA = "evalarc.trajectory.v1"
-EVALUATION_SCHEMA = "evalarc.evaluation.v2"
+TRAJECTORY_SCHEMA = schemas.TRAJECTORY
+EVALUATION_SCHEMA = schemas.EVALUATION
 """The only evaluation schema a checkpoint may carry (``evalarc.packs.EVALUATION_SCHEMA``)."""
 CLOCK_SOURCE = "caller-reported"
 INTERPRETATION = (

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 from markupsafe import Markup
 
-from evalarc import __version__
+from evalarc import __version__, schemas
 from evalarc.bundle import (
     MAX_EVIDENCE_FILE_BYTES,
     PARAMS_FILE,
@@ -60,8 +60,8 @@ from evalarc.pages.view import render_view
 from evalarc.reports.check import REGENERATED, check_report_folder, is_process_record
 from evalarc.reports.registry import kind_named
 
-SITE_SCHEMA = "evalarc.site.v1"
-BUNDLE_SCHEMA = "evalarc.site-bundle.v1"
+SITE_SCHEMA = schemas.SITE
+BUNDLE_SCHEMA = schemas.SITE_BUNDLE
 SITE_MANIFEST = "manifest.json"
 BUNDLE_MANIFEST = "evalarc-bundle.json"
 PAGE_FILE = "index.html"

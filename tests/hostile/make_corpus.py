@@ -1420,7 +1420,7 @@ ENTRIES: list[Entry] = [
         "report_unknown_schema",
         "report",
         "params.json has a newer schema",
-        "is not an EvalArc report parameter file",
+        "is evalarc.report-params.v9, newer than the evalarc.report-params.v1 this EvalArc reads",
         _params_edit("report_unknown_schema", "schema_version", "evalarc.report-params.v9"),
         names=("params.json",),
     ),
