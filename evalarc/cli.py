@@ -206,7 +206,7 @@ def diff(
     """Compare every case and check of BASELINE and CURRENT; exit 1 if any check lost passes."""
     from evalarc.reports.diff import DiffRequest, run_diff
     from evalarc.reports.diff_text import terminal_lines
-    from evalarc.review.diff import DiffOptions, overall_passed
+    from evalarc.review.diff import DiffOptions
 
     options = DiffOptions(
         threshold=threshold,
@@ -225,11 +225,11 @@ def diff(
     )
     report = run_diff(request, output, junit, markdown)
     if as_json:
-        echo(json.dumps(report, indent=2, ensure_ascii=False))
+        echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
         for line in terminal_lines(report, str(output) if output is not None else None):
             echo(line)
-    sys.exit(int(ExitCode.ACCEPTED if overall_passed(report) else ExitCode.REJECTED))
+    sys.exit(int(ExitCode.ACCEPTED if report.passed else ExitCode.REJECTED))
 
 
 def _append(path: Path, text: str) -> None:
