@@ -31,7 +31,9 @@ from evalarc.clock import timestamp
 from evalarc.errors import OutputError, VerificationError
 from evalarc.formats import Run, load_results
 from evalarc.formats.evaluation import resolve_evaluation_path
+from evalarc.formats.harness import HarnessFile, collect_harness
 from evalarc.formats.model import Source
+from evalarc.formats.split import CaseSplit, load_split
 from evalarc.pages.view import PageView
 from evalarc.reports.diff_text import markdown_summary
 from evalarc.reports.kind import ReportKind, write_page
@@ -42,8 +44,6 @@ from evalarc.review.diff import (
     overall_passed,
     prepare_runs,
 )
-from evalarc.review.leakage import HarnessFile, collect_harness
-from evalarc.review.split import CaseSplit, load_split
 
 REPORT_FILE = "diff.json"
 SPLIT_FILE = "split.json"

@@ -30,12 +30,12 @@ from evalarc.canonical import compact_json
 from evalarc.clock import timestamp
 from evalarc.errors import OutputError, VerificationError
 from evalarc.formats import Run, load_results
+from evalarc.formats.manifest import CaseManifest, load_manifest
 from evalarc.formats.model import Source
 from evalarc.pages.view import PageView
 from evalarc.reports.health_text import markdown_summary
 from evalarc.reports.kind import ReportKind, write_page
 from evalarc.review.health import HEALTH_SCHEMA, MAX_INPUTS, HealthOptions, compute_health
-from evalarc.review.manifest import CaseManifest, load_manifest
 
 REPORT_FILE = "health.json"
 CASES_FILE = "cases.json"

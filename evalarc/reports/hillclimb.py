@@ -33,7 +33,9 @@ from evalarc.canonical import pretty_json, sha256_bytes
 from evalarc.clock import timestamp
 from evalarc.errors import UsageError, VerificationError
 from evalarc.formats import Run, load_results
+from evalarc.formats.harness import HarnessFile, collect_harness
 from evalarc.formats.model import Source
+from evalarc.formats.split import CaseSplit, load_split
 from evalarc.pages.view import PageView
 from evalarc.reports.hillclimb_text import markdown_summary
 from evalarc.reports.kind import ReportKind, write_page
@@ -44,8 +46,6 @@ from evalarc.review.hillclimb import (
     compute_hillclimb,
     tuning_failures_document,
 )
-from evalarc.review.leakage import HarnessFile, collect_harness
-from evalarc.review.split import CaseSplit, load_split
 
 REPORT_FILE = "hillclimb.json"
 TUNING_FAILURES_FILE = "tuning-failures.json"
