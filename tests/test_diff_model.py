@@ -18,13 +18,13 @@ import pytest
 from evalarc.canonical import pretty_json
 from evalarc.errors import InputError, UsageError, VerificationError
 from evalarc.formats import load_results
+from evalarc.formats.harness import collect_harness
+from evalarc.formats.split import load_split
 from evalarc.pages.diff import REPORT_SECTIONS
 from evalarc.reports.diff_junit import junit_document
 from evalarc.reports.diff_text import markdown_summary, terminal_lines
 from evalarc.review.diff import DiffOptions, compute_diff, diff_report, prepare_runs
 from evalarc.review.diff_model import DIFF_SCHEMA, KIND_ORDER, REPORT_KEYS, DiffReport
-from evalarc.review.leakage import collect_harness
-from evalarc.review.split import load_split
 
 CREATED = "2026-01-01T00:00:00Z"
 EXAMPLE = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"

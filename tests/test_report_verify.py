@@ -8,8 +8,8 @@ must keep it valid.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING

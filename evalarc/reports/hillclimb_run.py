@@ -48,7 +48,9 @@ from evalarc.errors import (
     UsageError,
 )
 from evalarc.formats import Run, load_results
+from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import FORMATS
+from evalarc.formats.split import CaseSplit, load_split
 from evalarc.reports.hillclimb import (
     SPLIT_FILE,
     harness_entries,
@@ -68,8 +70,8 @@ from evalarc.review.hillclimb import (
     stall_entry,
     triage_cases,
 )
-from evalarc.review.leakage import MIN_LEAK_CHARS, HarnessFile, scan_leakage
-from evalarc.review.split import CaseSplit, load_split, partition
+from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
+from evalarc.review.split import partition
 from evalarc.review.usage import COST_METRIC_CHOICES
 
 RUN_SCHEMA = schemas.HILLCLIMB_RUN

@@ -17,8 +17,10 @@ from typing import Any
 
 from evalarc.canonical import JSONValue
 from evalarc.errors import IncomparableError, InputError, UsageError, VerificationError
+from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import Attempt, Run
 from evalarc.formats.promptfoo import align_matrix, matrix_sides
+from evalarc.formats.split import CaseSplit
 from evalarc.review.cluster import change_groups
 from evalarc.review.diff_model import BLOCKING_KINDS as BLOCKING_KINDS
 from evalarc.review.diff_model import DIFF_SCHEMA as DIFF_SCHEMA
@@ -39,8 +41,8 @@ from evalarc.review.diff_model import (
     SideTally,
     Usage,
 )
-from evalarc.review.leakage import MIN_LEAK_CHARS, HarnessFile, scan_leakage
-from evalarc.review.split import CaseSplit, review_generalization
+from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
+from evalarc.review.split import review_generalization
 from evalarc.review.stats import intervals_overlap, rounded_interval, wilson_interval
 from evalarc.review.usage import COST_METRIC_CHOICES, compare_usage, cost_gate
 
