@@ -21,10 +21,19 @@ from evalarc.formats import load_results
 from evalarc.formats.harness import collect_harness
 from evalarc.formats.split import load_split
 from evalarc.pages.diff import REPORT_SECTIONS
+from evalarc.reports.diff import read_report
 from evalarc.reports.diff_junit import junit_document
 from evalarc.reports.diff_text import markdown_summary, terminal_lines
 from evalarc.review.diff import DiffOptions, compute_diff, diff_report, prepare_runs
-from evalarc.review.diff_model import DIFF_SCHEMA, KIND_ORDER, REPORT_KEYS, DiffReport
+from evalarc.review.diff_model import (
+    DIFF_SCHEMA,
+    KIND_ORDER,
+    REPORT_KEYS,
+    ChangeRow,
+    DiffReport,
+    _Object,
+    _quick_row,
+)
 
 CREATED = "2026-01-01T00:00:00Z"
 EXAMPLE = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
@@ -93,6 +102,18 @@ def test_round_trip_gives_back_the_same_bytes(reports: list[tuple[str, DiffRepor
         assert again == report, label
         assert pretty_json(again.to_json()) == text, label
         assert again.to_json() == value, label
+
+
+def test_the_quick_row_reader_agrees_with_the_careful_one(
+    reports: list[tuple[str, DiffReport]],
+) -> None:
+    # Large reports read their rows with a quick path; anything it does not accept goes to the
+    # careful reader, so both must agree on every row they both accept.
+    for label, report in reports:
+        for row in report.changes:
+            value = json.loads(json.dumps(row.to_json()))
+            careful = ChangeRow.read(_Object(value, "diff.json", "changes[0]"))
+            assert _quick_row(value) == careful == row, label
 
 
 def test_compute_diff_is_the_json_of_the_model(corpus: Path) -> None:
@@ -185,6 +206,11 @@ _DELETE = object()
         (_set("generalization.partitions.held_out", None), "held_out is not a JSON object"),
         (_set("generalization_required", False), "generalization_required is written only"),
         (_set("groups.presence", None), "groups.presence is not a list"),
+        (_set("groups.clusters.0.members.0.check", 1), "clusters[0].members[0].check is not a"),
+        (_set("changes.0.current_detail.0.evidence", 5), "current_detail[0].evidence is not a"),
+        (_set("changes.0.current_detail.0.value", None), "value is written only when recorded"),
+        (_set("changes.0.within_sampling_noise", None), "within_sampling_noise is not true or"),
+        (_set("changes.0.same_output_different_verdict", 0), "is written only when positive"),
     ],
 )
 def test_a_malformed_field_is_refused_in_one_line_naming_the_file(
@@ -253,3 +279,15 @@ def test_out_of_range_options_are_refused_like_the_command_line() -> None:
         DiffOptions.from_params(params, "params.json")
     whole = {**DiffOptions().to_params(), "leak_min_chars": 40.0}
     assert DiffOptions.from_params(whole, "params.json").leak_min_chars == 40
+
+
+def test_a_verified_report_is_read_once_per_object(gated_json: dict[str, Any]) -> None:
+    first = read_report(gated_json)
+    assert read_report(gated_json) is first
+    changed = copy.deepcopy(gated_json)
+    changed["gate_passed"] = not gated_json["gate_passed"]
+    assert read_report(changed).gate_passed is changed["gate_passed"]
+    broken = copy.deepcopy(changed)  # an object is not changed once read (read_report says so)
+    del broken["usage"]
+    with pytest.raises(VerificationError, match=r"^diff\.json: usage is missing$"):
+        read_report(broken)

@@ -29,7 +29,6 @@ from evalarc.review.diff_model import NON_BLOCKING_KINDS as NON_BLOCKING_KINDS
 from evalarc.review.diff_model import (
     AttemptDetail,
     ChangeCounts,
-    ChangeGroups,
     ChangeRow,
     CostGate,
     DiffReport,
@@ -427,8 +426,6 @@ def diff_report(
         require_assessed(run)
 
     rows, counts = changed_checks(baseline, current)
-    # The grouping and split reviews read the rows as diff.json holds them.
-    row_json = [row.to_json() for row in rows]
     blocking = sum(1 for row in rows if row.blocking)
     baseline_incomplete = bool(baseline.incomplete)
     current_incomplete = bool(current.incomplete)
@@ -438,6 +435,8 @@ def diff_report(
     generalization: Generalization | None = None
     held_out: frozenset[str] | None = None
     if split is not None:
+        # The split review reads the rows as diff.json holds them (as hillclimb's steps do).
+        row_json = [row.to_json() for row in rows]
         generalization = Generalization.from_json(
             review_generalization(row_json, baseline, current, split), REPORT_FILE
         )
@@ -477,9 +476,7 @@ def diff_report(
         current_incomplete=current_incomplete,
         gate_passed=blocking == 0 and not current_incomplete and not baseline_incomplete,
         changes=tuple(rows),
-        groups=ChangeGroups.from_json(
-            change_groups(row_json, baseline, current, BLOCKING_KINDS), REPORT_FILE
-        ),
+        groups=change_groups(rows, baseline, current, BLOCKING_KINDS),
         interpretation=INTERPRETATION,
         sampling_noise_note=SAMPLING_NOISE_NOTE,
         matrix=Matrix.from_json(matrix, REPORT_FILE) if matrix is not None else None,

@@ -48,6 +48,13 @@ def _shown(key: str) -> str:
     return repr(text + ("…" if len(key) > 40 else ""))
 
 
+class _Slow(Exception):
+    """A quick reader met something unusual: the careful reader decides (and names it)."""
+
+
+_MISSING = object()
+
+
 class _Object:
     """One JSON object of a report being read: every refusal names the file and the field."""
 
@@ -154,6 +161,20 @@ class _Object:
         for index, item in enumerate(self.array(key)):
             yield _Object(item, self.name, f"{self.path(key)}[{index}]")
 
+    def each(
+        self, key: str, read: Callable[[_Object], _T], quick: Callable[[object], _T]
+    ) -> tuple[_T, ...]:
+        """Every item of the list ``key``: ``quick`` reads a well-formed item without building
+        paths for messages; an item it does not accept (:class:`_Slow`) is read by ``read``,
+        which names what is wrong with it."""
+        items: list[_T] = []
+        for index, item in enumerate(self.array(key)):
+            try:
+                items.append(quick(item))
+            except _Slow:
+                items.append(read(_Object(item, self.name, f"{self.path(key)}[{index}]")))
+        return tuple(items)
+
     def strings(self, key: str) -> tuple[str, ...]:
         items = self.array(key)
         for index, item in enumerate(items):
@@ -197,6 +218,23 @@ class SideTally:
         data.only("passed", "assessed", "attempts")
         return SideTally(data.count("passed"), data.count("assessed"), data.count("attempts"))
 
+    @staticmethod
+    def quick(value: object) -> SideTally:
+        if type(value) is not dict or len(value) != 3:
+            raise _Slow
+        passed, assessed = value.get("passed"), value.get("assessed")
+        attempts = value.get("attempts")
+        if (
+            type(passed) is int
+            and type(assessed) is int
+            and type(attempts) is int
+            and passed >= 0
+            and assessed >= 0
+            and attempts >= 0
+        ):
+            return SideTally(passed, assessed, attempts)
+        raise _Slow
+
 
 @dataclass(frozen=True, slots=True)
 class AttemptDetail:
@@ -223,6 +261,26 @@ class AttemptDetail:
             raise data.fail("value", "is written only when recorded")
         evidence = data.text("evidence") if data.has("evidence") else None
         return AttemptDetail(data.opt_flag("passed"), value, evidence)
+
+    @staticmethod
+    def quick(value: object) -> AttemptDetail:
+        if type(value) is not dict:
+            raise _Slow
+        passed = value.get("passed", _MISSING)
+        if passed is not True and passed is not False and passed is not None:
+            raise _Slow
+        size = 1
+        evidence = value.get("evidence")
+        if evidence is not None:
+            if type(evidence) is not str:
+                raise _Slow
+            size += 1
+        raw = value.get("value")
+        if raw is not None:
+            size += 1
+        if len(value) != size:
+            raise _Slow  # an unknown key, or ``value``/``evidence`` written as null
+        return AttemptDetail(passed, raw, evidence)
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,9 +351,7 @@ class ChangeRow:
             sides.append(SideTally.read(tally) if tally is not None else None)
             key = f"{side}_detail"
             details.append(
-                tuple(AttemptDetail.read(item) for item in data.objects(key))
-                if data.has(key)
-                else None
+                data.each(key, AttemptDetail.read, AttemptDetail.quick) if data.has(key) else None
             )
         disagreements = 0
         if data.has("same_output_different_verdict"):
@@ -315,6 +371,71 @@ class ChangeRow:
             else None,
             same_output_different_verdict=disagreements,
         )
+
+
+_ROW_KEYS = frozenset(
+    {
+        "case_id",
+        "check",
+        "kind",
+        "baseline",
+        "baseline_detail",
+        "current",
+        "current_detail",
+        "within_sampling_noise",
+        "same_output_different_verdict",
+    }
+)
+_KINDS = frozenset(KIND_ORDER)
+
+
+def _quick_side(row: dict[str, object], side: str) -> SideTally | None:
+    value = row.get(side, _MISSING)
+    if value is None:
+        return None
+    return SideTally.quick(value)
+
+
+def _quick_detail(row: dict[str, object], key: str) -> tuple[AttemptDetail, ...] | None:
+    if key not in row:
+        return None
+    value = row[key]
+    if type(value) is not list:
+        raise _Slow
+    return tuple(AttemptDetail.quick(item) for item in value)
+
+
+def _quick_row(value: object) -> ChangeRow:
+    """:meth:`ChangeRow.read` for a well-formed row (the bulk of a large report), without the
+    per-field bookkeeping; anything unusual goes to the careful reader."""
+    if type(value) is not dict or not value.keys() <= _ROW_KEYS:
+        raise _Slow
+    case_id, check, kind = value.get("case_id"), value.get("check"), value.get("kind")
+    if type(case_id) is not str or type(check) is not str or type(kind) is not str:
+        raise _Slow
+    if kind not in _KINDS:
+        raise _Slow
+    noise = value.get("within_sampling_noise")
+    if noise is not None and noise is not True and noise is not False:
+        raise _Slow
+    if noise is None and "within_sampling_noise" in value:
+        raise _Slow
+    disagreements = value.get("same_output_different_verdict", 0)
+    if type(disagreements) is not int or (
+        disagreements <= 0 and "same_output_different_verdict" in value
+    ):
+        raise _Slow
+    return ChangeRow(
+        case_id=case_id,
+        check=check,
+        kind=kind,
+        baseline=_quick_side(value, "baseline"),
+        baseline_detail=_quick_detail(value, "baseline_detail"),
+        current=_quick_side(value, "current"),
+        current_detail=_quick_detail(value, "current_detail"),
+        within_sampling_noise=noise,
+        same_output_different_verdict=disagreements,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,6 +611,15 @@ class ClusterMember:
         data.only("case_id", "check")
         return ClusterMember(data.text("case_id"), data.text("check"))
 
+    @staticmethod
+    def quick(value: object) -> ClusterMember:
+        if type(value) is not dict or len(value) != 2:
+            raise _Slow
+        case_id, check = value.get("case_id"), value.get("check")
+        if type(case_id) is not str or type(check) is not str:
+            raise _Slow
+        return ClusterMember(case_id, check)
+
 
 @dataclass(frozen=True, slots=True)
 class ChangeCluster:
@@ -520,7 +650,7 @@ class ChangeCluster:
             basis=data.text("basis"),
             kind=data.text("kind"),
             count=data.count("count"),
-            members=tuple(ClusterMember.read(item) for item in data.objects("members")),
+            members=data.each("members", ClusterMember.read, ClusterMember.quick),
         )
 
 
@@ -1271,7 +1401,7 @@ class DiffReport:
             baseline_incomplete=data.true_if_present("baseline_incomplete"),
             current_incomplete=data.flag("current_incomplete"),
             gate_passed=data.flag("gate_passed"),
-            changes=tuple(ChangeRow.read(item) for item in data.objects("changes")),
+            changes=data.each("changes", ChangeRow.read, _quick_row),
             groups=ChangeGroups.read(data.obj("groups")),
             interpretation=data.text("interpretation"),
             sampling_noise_note=data.text("sampling_noise_note"),
