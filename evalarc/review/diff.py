@@ -102,6 +102,7 @@ class DiffOptions:
         """The options recorded in ``params`` (read from the file ``name``), validated: a missing
         or malformed option is refused in one line naming the file (VerificationError), an
         out-of-range one like the command line's (UsageError)."""
+        threshold = _param_number(params, "threshold", name)
         leak_min_chars = _param_number(params, "leak_min_chars", name)
         if not isinstance(leak_min_chars, int):
             if not leak_min_chars.is_integer():
@@ -114,7 +115,7 @@ class DiffOptions:
         if not isinstance(cost_metric, str):
             raise VerificationError(f"{name} has no cost_metric")
         options = DiffOptions(
-            threshold=_param_number(params, "threshold", name),
+            threshold=threshold,
             leak_min_chars=leak_min_chars,
             require_generalization=require_generalization,
             max_cost_ratio=None
