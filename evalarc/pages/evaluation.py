@@ -15,6 +15,7 @@ from typing import Any
 from evalarc.bundle import EvidenceFolder
 from evalarc.canonical import sha256_bytes
 from evalarc.errors import EvalArcError
+from evalarc.pages.blocks import Card, Fact, score_text
 from evalarc.pages.record_fields import RecordField, record_fields
 from evalarc.pages.render import render_page
 from evalarc.pages.trace import (
@@ -75,13 +76,6 @@ REPORT_FILE = "evaluation.json"
 
 
 @dataclass(frozen=True)
-class Card:
-    value: str
-    label: str
-    alert: bool = False
-
-
-@dataclass(frozen=True)
 class DimensionRow:
     name: str
     score: str
@@ -114,12 +108,6 @@ class CaseRow:
 
 
 @dataclass(frozen=True)
-class Fact:
-    label: str
-    value: str
-
-
-@dataclass(frozen=True)
 class EvaluationPage:
     tone: str
     banner: str
@@ -134,10 +122,6 @@ class EvaluationPage:
     runtime_json: str
     record: list[RecordField] = field(default_factory=list)
     """Top-level report fields without a dedicated section."""
-
-
-def _score(value: float | None) -> str:
-    return "unavailable" if value is None else f"{value:.4f}"
 
 
 def _banner(report: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -176,7 +160,9 @@ def _dimension_rows(report: Mapping[str, Any]) -> list[DimensionRow]:
         score = group["score"]
         tone = "ok" if score == 1 else "bad"
         rows.append(
-            DimensionRow(name, _score(score), passed, f"{100 * float(group['weight']):g}%", tone)
+            DimensionRow(
+                name, score_text(score), passed, f"{100 * float(group['weight']):g}%", tone
+            )
         )
     return rows
 
@@ -240,7 +226,7 @@ def build_evaluation_page(
     if runtime.get("image"):
         backend += f" · {runtime['image']}"
     cards = [
-        Card(_score(report["score"]), "weighted score", alert=not report["resolved"]),
+        Card(score_text(report["score"]), "weighted score", alert=not report["resolved"]),
         Card(f"{passed}/{len(cases)}", "cases passed", alert=passed != len(cases)),
         Card(backend, "execution backend"),
         Card(f"{float(report['evaluation_seconds']):.1f} s", "host seconds"),

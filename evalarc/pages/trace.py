@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalarc.canonical import canonical_json
+from evalarc.pages.blocks import CheckChip, Fact, check_chips, plural
 
 SUPPORT_TASK = "support-routing"
 TRANSCRIPT_TASK = "durable-kv"
@@ -46,20 +47,6 @@ Oracle = Callable[[dict[str, Any], Any], Any]
 
 
 # --------------------------------------------------------------------------- shared pieces
-
-
-@dataclass(frozen=True)
-class Fact:
-    label: str
-    value: str
-
-
-@dataclass(frozen=True)
-class CheckChip:
-    name: str
-    outcome: str
-    """``pass``, ``fail`` or ``unassessed``."""
-    tone: str
 
 
 @dataclass(frozen=True)
@@ -99,25 +86,6 @@ def show(value: object) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return repr(value)
-
-
-def _checks(case: Mapping[str, Any]) -> list[CheckChip]:
-    chips: list[CheckChip] = []
-    checks = case.get("checks")
-    if not isinstance(checks, Mapping):
-        return chips
-    for name, value in checks.items():
-        if value is True:
-            chips.append(CheckChip(str(name), "pass", "ok"))
-        elif value is False:
-            chips.append(CheckChip(str(name), "fail", "bad"))
-        else:
-            chips.append(CheckChip(str(name), "unassessed", "warn"))
-    return chips
-
-
-def _plural(count: int, word: str, plural: str | None = None) -> str:
-    return f"{count} {word if count == 1 else (plural or word + 's')}"
 
 
 # --------------------------------------------------------------------------- support episodes
@@ -475,18 +443,18 @@ def build_support_episode(case: Mapping[str, Any], anchor: str) -> SupportEpisod
     invalid = sum(1 for step in steps if step.outcome == "validation error")
     retries = sum(1 for step in steps if step.retry)
     finished = any(step.kind == "finish" for step in steps)
-    parts = [_plural(calls, "tool call")]
+    parts = [plural(calls, "tool call")]
     if injected:
-        parts.append(_plural(injected, "injected error"))
+        parts.append(plural(injected, "injected error"))
     if invalid:
-        parts.append(_plural(invalid, "validation error"))
+        parts.append(plural(invalid, "validation error"))
     if retries:
-        parts.append(_plural(retries, "retry", "retries"))
+        parts.append(plural(retries, "retry", "retries"))
     parts.append("finished" if finished else "no finish")
     return SupportEpisode(
         anchor=anchor,
         summary=", ".join(parts) + ".",
-        checks=_checks(case),
+        checks=check_chips(case.get("checks")),
         steps=steps,
         hidden_steps=len(entries) - len(shown),
         state=_state_rows(case.get("initial_state"), case.get("final_state")),
@@ -692,10 +660,10 @@ def build_transcript(
     restarts = max(0, len(processes) - 1)
     kills = sum(1 for run in processes if run.ending.startswith("killed"))
     parts = [
-        _plural(len(processes), "process", "processes"),
-        _plural(restarts, "restart"),
-        _plural(kills, "kill"),
-        _plural(reader.number, "request"),
+        plural(len(processes), "process", "processes"),
+        plural(restarts, "restart"),
+        plural(kills, "kill"),
+        plural(reader.number, "request"),
     ]
     if reader.matched is not None:
         parts.append(f"{reader.matched} matched")
@@ -704,7 +672,7 @@ def build_transcript(
     return TranscriptView(
         anchor=anchor,
         summary=", ".join(parts) + ".",
-        checks=_checks(case),
+        checks=check_chips(case.get("checks")),
         processes=processes,
         mismatch=reader.mismatch,
         hidden_exchanges=reader.hidden,
@@ -866,7 +834,7 @@ def build_robot_review(
         if status != "environment_error" and response is not None
         else f"{len(fields)} report fields, none assessed."
     )
-    return RobotReview(anchor, summary, _checks(case), fields, notes)
+    return RobotReview(anchor, summary, check_chips(case.get("checks")), fields, notes)
 
 
 # --------------------------------------------------------------------------- dispatch
