@@ -687,6 +687,7 @@ def _evaluation_traces(
     folder: EvidenceFolder, names: list[str], report: dict[str, Any]
 ) -> list[TracePair]:
     from evalarc.canonical import strict_loads
+    from evalarc.packs import pack_trace_view
     from evalarc.pages.trace import build_trace
 
     documents: list[dict[str, Any]] = []
@@ -719,7 +720,8 @@ def _evaluation_traces(
             trace = None
             if case is not None:
                 try:
-                    trace = build_trace(str(task.get("id")), case, None, f"c{number}-{role}")
+                    view = pack_trace_view(str(task.get("id")))
+                    trace = build_trace(view, case, None, f"c{number}-{role}")
                 except (KeyError, TypeError, ValueError, AttributeError):
                     trace = None
             note = (

@@ -15,15 +15,14 @@ from typing import Any
 from evalarc.bundle import EvidenceFolder
 from evalarc.canonical import sha256_bytes
 from evalarc.errors import EvalArcError
+from evalarc.packs import PackTraceView, pack_trace_view
 from evalarc.pages.blocks import Card, Fact, score_text
 from evalarc.pages.record_fields import RecordField, record_fields
 from evalarc.pages.render import render_page
 from evalarc.pages.trace import (
     Events,
-    PackRules,
     TraceView,
     build_trace,
-    pack_rules,
     parse_events,
 )
 
@@ -169,9 +168,8 @@ def _dimension_rows(report: Mapping[str, Any]) -> list[DimensionRow]:
 
 def _case_rows(
     cases: list[Mapping[str, Any]],
-    task_id: str,
     recordings: RecordingReader | None,
-    rules: PackRules,
+    view: PackTraceView,
 ) -> list[CaseRow]:
     rows: list[CaseRow] = []
     for number, case in enumerate(cases[:MAX_CASE_ROWS], start=1):
@@ -186,7 +184,7 @@ def _case_rows(
                 if recordings is not None and isinstance(recording, str)
                 else None
             )
-            trace = build_trace(task_id, case, events, f"case-{number}", rules)
+            trace = build_trace(view, case, events, f"case-{number}")
         rows.append(
             CaseRow(
                 anchor=f"case-{number}",
@@ -248,7 +246,7 @@ def build_evaluation_page(
         line=f"{task['id']} · {task['domain']} · v{task['version']} · {report['status']}",
         cards=cards,
         dimensions=_dimension_rows(report),
-        cases=_case_rows(cases, str(task["id"]), recordings, pack_rules(str(task["id"]))),
+        cases=_case_rows(cases, recordings, pack_trace_view(str(task["id"]))),
         hidden_cases=max(0, len(cases) - MAX_CASE_ROWS),
         reproduction=reproduction,
         runtime_json=json.dumps(runtime, indent=2, ensure_ascii=False),
