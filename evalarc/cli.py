@@ -481,7 +481,7 @@ def trajectory(
     """Integrate the left-step score curve of CHECKPOINTS (a JSON array of elapsed_seconds and
     evaluation) over the budget; exit 2 if any checkpoint is refused."""
     from evalarc.reports.trajectory import run_trajectory
-    from evalarc.review.trajectory import terminal_lines
+    from evalarc.reports.trajectory_text import terminal_lines
 
     report = run_trajectory(checkpoints, budget_seconds, output)
     if as_json:
@@ -888,7 +888,7 @@ def audit(
     """Run a pack's reference and every declared faulty variant; report how narrowly each fault
     is detected. Exit 0 passed, 1 a fault survived or the reference failed, 2 invalid."""
     from evalarc.reports.audit import AuditOptions, progress_line, run_audit
-    from evalarc.review.audit import summary_lines
+    from evalarc.reports.audit_text import summary_lines
 
     _check_recordings(backend, recordings)
     options = AuditOptions(
