@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from evalarc import __version__
 from evalarc.cli_emit import Group, Outcome, echo, emit, start
 from evalarc.cli_options import (
     LANGUAGE_CHOICE,
@@ -34,6 +33,7 @@ from evalarc.cli_options import (
     run_options,
     site_pages_options,
     task_option,
+    version_option,
 )
 from evalarc.errors import ExitCode
 
@@ -43,7 +43,7 @@ def _accepted_if(passed: bool) -> ExitCode:
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="EvalArc", message="%(prog)s %(version)s")
+@version_option()
 @click.option("--debug", is_flag=True, hidden=True, help="Show tracebacks instead of one line.")
 @click.pass_context
 def main(ctx: click.Context, debug: bool) -> None:

@@ -16,7 +16,6 @@ from typing import Any, NoReturn
 
 import click
 
-from evalarc.bundle import CANCELLING_SIGNALS
 from evalarc.errors import EvalArcError, ExitCode, OutputError, UsageError
 from evalarc.terminal import terminal_text
 
@@ -120,6 +119,8 @@ class Group(click.Group):
             # Cancelled and cleaned up: another Ctrl-C (users press it again) must not turn the
             # exit code 130 into a death by signal while the interpreter shuts down.
             if threading.current_thread() is threading.main_thread():
+                from evalarc.bundle import CANCELLING_SIGNALS
+
                 for number in CANCELLING_SIGNALS:
                     signal.signal(number, signal.SIG_IGN)
             done = ctx.meta.get(_PUBLISHED)
@@ -151,6 +152,8 @@ def _cancel_on_signals() -> None:
     Ctrl-C does: cleanup runs, nothing half-written is left, exit 130."""
     if threading.current_thread() is not threading.main_thread():
         return
+    from evalarc.bundle import CANCELLING_SIGNALS  # not imported for --help (startup time)
+
     for number in CANCELLING_SIGNALS:
         if number != signal.SIGINT and signal.getsignal(number) is signal.SIG_DFL:
             signal.signal(number, _cancel)

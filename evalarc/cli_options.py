@@ -30,6 +30,28 @@ MARKDOWN_HELP = "Append the Markdown summary to this file (e.g. $GITHUB_STEP_SUM
 THRESHOLD_HELP = "Numeric Inspect scores at or above this pass."
 
 
+def version_option() -> Decorator:
+    """``--version``: prints ``EvalArc <version>`` (the package metadata is read only then)."""
+
+    def show(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        del param
+        if not value or ctx.resilient_parsing:
+            return
+        import evalarc
+
+        click.echo(f"EvalArc {evalarc.__version__}", color=ctx.color)
+        ctx.exit()
+
+    return click.option(
+        "--version",
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=show,
+        help="Show the version and exit.",
+    )
+
+
 def stack(*options: Callable[[Any], Any]) -> Callable[[F], F]:
     """One decorator applying ``options`` in the order written (the order ``--help`` lists)."""
 
