@@ -261,7 +261,7 @@ def trajectory(checkpoints: Path, budget_seconds: float, out: ReportOutput) -> N
     """Integrate the left-step score curve of CHECKPOINTS (a JSON array of elapsed_seconds and
     evaluation) over the budget; exit 2 if any checkpoint is refused."""
     from evalarc.reports.trajectory import run_trajectory
-    from evalarc.review.trajectory import terminal_lines
+    from evalarc.reports.trajectory_text import terminal_lines
 
     report = run_trajectory(checkpoints, budget_seconds, out.output)
     emit(Outcome(ExitCode.ACCEPTED, terminal_lines(report, out.folder_name), report), out)
@@ -414,7 +414,7 @@ def audit(
     """Run a pack's reference and every declared faulty variant; report how narrowly each fault
     is detected. Exit 0 passed, 1 a fault survived or the reference failed, 2 invalid."""
     from evalarc.reports.audit import AuditOptions, progress_line, run_audit
-    from evalarc.review.audit import summary_lines
+    from evalarc.reports.audit_text import summary_lines
 
     options = AuditOptions(**run.values(), language=language, without_cases=without_cases)
     with progress.final_event_on_failure():

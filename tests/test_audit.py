@@ -20,13 +20,13 @@ from evalarc.errors import UsageError
 from evalarc.packs import load_pack
 from evalarc.pages.audit import build_audit_page, render_audit_page
 from evalarc.reports.audit import AuditOptions, reduced_pack, run_audit
+from evalarc.reports.audit_text import summary_lines
 from evalarc.resources import bundled_dir
 from evalarc.review.audit import (
     AUDIT_SCHEMA,
     AuditContext,
     FaultRun,
     compute_audit,
-    summary_lines,
 )
 from evalarc.runtime.replay import open_store
 

@@ -18,6 +18,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    copy_suffix,
     copy_verified,
     params_document,
     recorded_object,
@@ -30,12 +31,13 @@ from evalarc.canonical import compact_json
 from evalarc.clock import timestamp
 from evalarc.errors import OutputError, VerificationError
 from evalarc.formats import Run, load_results
+from evalarc.formats.manifest import CaseManifest, load_manifest
 from evalarc.formats.model import Source
 from evalarc.pages.view import PageView
 from evalarc.reports.health_text import markdown_summary
 from evalarc.reports.kind import ReportKind, write_page
+from evalarc.reports.recorded_inputs import recorded_run
 from evalarc.review.health import HEALTH_SCHEMA, MAX_INPUTS, HealthOptions, compute_health
-from evalarc.review.manifest import CaseManifest, load_manifest
 
 REPORT_FILE = "health.json"
 CASES_FILE = "cases.json"
@@ -54,8 +56,9 @@ class HealthRequest:
 
 
 def input_copy_name(position: int, original: Path) -> str:
-    """``inputs/NN<suffix>`` for the 1-based ``position`` (``.json`` when there is no suffix)."""
-    return f"inputs/{position:02d}{original.suffix or '.json'}"
+    """``inputs/NN<suffix>`` for the 1-based ``position`` (suffix: see
+    :func:`evalarc.bundle.copy_suffix`)."""
+    return f"inputs/{position:02d}{copy_suffix(original)}"
 
 
 def run_health(request: HealthRequest, output: Path | None = None) -> dict[str, Any]:
@@ -211,8 +214,8 @@ def recompute_health_folder(
     options = options_from_params(params)
     fmt = str(params.get("format"))
     runs = [
-        _load_recorded_input(folder, entry, recorded_run, fmt, options.threshold)
-        for entry, recorded_run in zip(inputs, recorded_runs, strict=True)
+        recorded_run(folder, entry, saved, fmt, options.threshold)
+        for entry, saved in zip(inputs, recorded_runs, strict=True)
     ]
     manifest = None
     if params.get("cases") is not None:
@@ -223,20 +226,6 @@ def recompute_health_folder(
     return compute_health(
         runs, options, manifest=manifest, created_at=str(recorded.get("created_at", ""))
     )
-
-
-def _load_recorded_input(
-    folder: EvidenceFolder, entry: object, recorded_run: object, fmt: str, threshold: float
-) -> Run:
-    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-        raise VerificationError(f"{PARAMS_FILE} has a malformed input entry")
-    name = entry["file"]
-    path = folder.hash_file(name)
-    source = recorded_run.get("source") if isinstance(recorded_run, dict) else None
-    if not isinstance(source, dict) or folder.files[name].sha256 != source.get("sha256"):
-        raise VerificationError(f"{name} differs from the input the report recorded")
-    run = load_results(path, fmt, threshold)
-    return run.with_source(Source(str(source.get("name")), str(source["sha256"])))
 
 
 def health_summary(report: dict[str, Any]) -> dict[str, Any]:
@@ -253,8 +242,8 @@ def derived_health_files(
     options = options_from_params(params)
     fmt = str(params.get("format"))
     runs = [
-        _load_recorded_input(folder, entry, recorded_run, fmt, options.threshold)
-        for entry, recorded_run in zip(params["inputs"], report["runs"], strict=True)
+        recorded_run(folder, entry, saved, fmt, options.threshold)
+        for entry, saved in zip(params["inputs"], report["runs"], strict=True)
     ]
     lines = "".join(compact_json(record) + "\n" for run in runs for record in case_lines(run))
     return {

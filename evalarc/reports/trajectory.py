@@ -9,7 +9,6 @@ with the left-step curve).
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,9 @@ from evalarc.bundle import (
     staged_folder,
     write_json,
 )
-from evalarc.canonical import JSONValue, sha256_bytes, strict_loads
-from evalarc.errors import EvalArcError, InputError, VerificationError
+from evalarc.canonical import JSONValue, sha256_bytes
+from evalarc.errors import EvalArcError, VerificationError
+from evalarc.formats.input_file import parse_json_input, read_input_file
 from evalarc.formats.model import Source
 from evalarc.pages.view import PageView
 from evalarc.reports.kind import ReportKind, write_page
@@ -42,36 +42,10 @@ MAX_CHECKPOINTS_BYTES = MAX_REPORT_JSON_BYTES
 """64 MiB: a complete durable-kv evaluation is about 26 KB, so thousands of checkpoints fit."""
 
 
-def parse_checkpoints_bytes(data: bytes, name: str) -> JSONValue:
-    """Parse checkpoint JSON strictly (no duplicate keys, NaN or overflowing numbers)."""
-    try:
-        return strict_loads(data)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise InputError(f"{name} is not valid JSON: {error}") from None
-    except RecursionError:
-        raise InputError(f"{name} is not valid JSON: nested too deeply") from None
-
-
 def read_checkpoints(path: Path) -> tuple[JSONValue, Source]:
     """Read and parse a checkpoints file; errors name the file and the reason."""
-    try:
-        info = path.lstat()  # a symlink is refused like every other input's
-    except FileNotFoundError:
-        raise InputError(f"checkpoints file {path} does not exist") from None
-    except OSError as error:
-        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(f"checkpoints file {path} is not a regular file")
-    if info.st_size > MAX_CHECKPOINTS_BYTES:
-        raise InputError(f"{path.name} exceeds {MAX_CHECKPOINTS_BYTES} bytes")
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CHECKPOINTS_BYTES + 1)
-    except OSError as error:
-        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
-    if len(data) > MAX_CHECKPOINTS_BYTES:
-        raise InputError(f"{path.name} exceeds {MAX_CHECKPOINTS_BYTES} bytes")
-    return parse_checkpoints_bytes(data, path.name), Source(path.name, sha256_bytes(data))
+    data = read_input_file(path, what="checkpoints file", limit=MAX_CHECKPOINTS_BYTES)
+    return parse_json_input(data, path.name), Source(path.name, sha256_bytes(data))
 
 
 def run_trajectory(
@@ -127,7 +101,7 @@ def recompute_trajectory_folder(
         raise VerificationError(f"{CHECKPOINTS_FILE} differs from the input the report recorded")
     source = Source(recorded_source["name"], folder.files[CHECKPOINTS_FILE].sha256)
     try:
-        document = parse_checkpoints_bytes(data, CHECKPOINTS_FILE)
+        document = parse_json_input(data, CHECKPOINTS_FILE)
         return trajectory_from_document(document, budget, source)
     except EvalArcError as error:
         raise VerificationError(

@@ -23,7 +23,9 @@ from typing import Any
 
 from evalarc import schemas
 from evalarc.errors import IncomparableError, UsageError
+from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import Attempt, Run
+from evalarc.formats.split import CaseSplit
 from evalarc.review.diff import (
     BLOCKING_KINDS,
     Tally,
@@ -38,8 +40,8 @@ from evalarc.review.health import (
     failure_triage,
     noise_review,
 )
-from evalarc.review.leakage import MIN_LEAK_CHARS, HarnessFile, scan_leakage
-from evalarc.review.split import CaseSplit, partition, review_generalization
+from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
+from evalarc.review.split import partition, review_generalization
 from evalarc.review.stats import rounded_interval
 from evalarc.review.usage import COST_METRIC_CHOICES, compare_usage, cost_gate
 
