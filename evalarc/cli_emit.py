@@ -47,7 +47,8 @@ class Outcome:
     lines: Iterable[str] = ()
     """The human lines on stdout (replaced by ``document`` with ``--json``)."""
     document: Any = None
-    """The ``--json`` document (None: the command prints ``lines`` even with ``--json``)."""
+    """The ``--json`` document: a JSON value, or a typed report model with ``to_json()`` (None:
+    the command prints ``lines`` even with ``--json``)."""
     notes: Iterable[str] = ()
     """Lines on stderr, each printed as ``evalarc: <note>``."""
     markdown: str | None = None
@@ -78,7 +79,9 @@ def emit(outcome: Outcome, to: Emission = TEXT) -> NoReturn:
     for message in outcome.notes:
         note(message)
     if to.as_json and outcome.document is not None:
-        echo(json.dumps(outcome.document, indent=2, ensure_ascii=False))
+        document = outcome.document
+        to_json = getattr(document, "to_json", None)
+        echo(json.dumps(to_json() if callable(to_json) else document, indent=2, ensure_ascii=False))
     else:
         for line in outcome.lines:
             echo(line)

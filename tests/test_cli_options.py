@@ -189,3 +189,16 @@ def test_help_loads_no_library_module_and_version_reads_the_metadata(tmp_path: P
         check=True,
     )
     assert shown.stdout == f"EvalArc {version('evalarc')}\n"
+
+
+def test_emit_prints_a_typed_model_by_its_to_json(capsys: pytest.CaptureFixture[str]) -> None:
+    class Model:
+        def to_json(self) -> dict[str, object]:
+            return {"schema_version": "x.v1", "name": "\u202egnp.exe"}
+
+    with pytest.raises(SystemExit) as exited:
+        emit(Outcome(ExitCode.REJECTED, ["text"], Model()), ReportOutput(as_json=True))
+    assert exited.value.code == 1
+    printed = capsys.readouterr().out
+    assert json.loads(printed) == {"schema_version": "x.v1", "name": "\u202egnp.exe"}
+    assert "\u202e" not in printed  # the bidi control is printed as its JSON escape
