@@ -17,6 +17,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    copy_suffix,
     copy_verified,
     params_document,
     recorded_object,
@@ -57,7 +58,7 @@ class DiffRequest:
 
 
 def _copy_name(role: str, original: Path) -> str:
-    return role + (original.suffix or ".json")
+    return role + copy_suffix(original)
 
 
 def run_diff(

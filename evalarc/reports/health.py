@@ -18,6 +18,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    copy_suffix,
     copy_verified,
     params_document,
     recorded_object,
@@ -55,8 +56,9 @@ class HealthRequest:
 
 
 def input_copy_name(position: int, original: Path) -> str:
-    """``inputs/NN<suffix>`` for the 1-based ``position`` (``.json`` when there is no suffix)."""
-    return f"inputs/{position:02d}{original.suffix or '.json'}"
+    """``inputs/NN<suffix>`` for the 1-based ``position`` (suffix: see
+    :func:`evalarc.bundle.copy_suffix`)."""
+    return f"inputs/{position:02d}{copy_suffix(original)}"
 
 
 def run_health(request: HealthRequest, output: Path | None = None) -> dict[str, Any]:

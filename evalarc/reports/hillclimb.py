@@ -21,6 +21,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    copy_suffix,
     copy_verified,
     params_document,
     staged_folder,
@@ -66,8 +67,9 @@ class HillclimbRequest:
 
 
 def input_copy_name(index: int, original: Path) -> str:
-    """``inputs/NN-<original name>``, 0-based in the order given (the baseline is 00)."""
-    return f"inputs/{index:02d}-{original.name}"
+    """``inputs/NN-<original name>``, 0-based in the order given (the baseline is 00), with a
+    passive suffix (:func:`evalarc.bundle.copy_suffix`)."""
+    return f"inputs/{index:02d}-{original.stem}{copy_suffix(original)}"
 
 
 def _check_request(request: HillclimbRequest) -> None:
