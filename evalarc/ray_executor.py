@@ -34,7 +34,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,8 +157,12 @@ def node_probe(task: str, image: str, limits: Limits, command: list[str]) -> dic
     }
 
 
-_BACKENDS: dict[tuple[str, str], Any] = {}
-"""One Docker backend per (snapshot, image) in each worker process (Ray reuses workers)."""
+_BACKENDS: OrderedDict[tuple[str, str], Any] = OrderedDict()
+"""Docker backends of each worker process by (snapshot, image), most recently used last (Ray
+reuses a worker for many cases, so a candidate's backend is made once per worker)."""
+MAX_BACKENDS = 8
+"""Backends a worker keeps: a sweep over thousands of candidates must not make each worker
+hold thousands of engine clients."""
 
 
 def run_case_on_node(
@@ -176,7 +180,7 @@ def run_case_on_node(
     pack = load_pack(task)
     started = time.monotonic()
     key = (sha256, image)
-    backend = _BACKENDS.get(key)
+    backend = _BACKENDS.pop(key, None)
     if backend is not None and not backend.snapshot_dir.is_dir():
         backend.client.close()  # an earlier run ended and removed this node's copy
         backend = None
@@ -184,7 +188,10 @@ def run_case_on_node(
         root = Path(tempfile.gettempdir())
         snapshot = unpack_snapshot(blob, sha256, list(pack.default_command), root)
         backend = DockerBackend(snapshot.path, snapshot.command, limits, root, image=image)
-        _BACKENDS[key] = backend
+    _BACKENDS[key] = backend
+    while len(_BACKENDS) > MAX_BACKENDS:
+        _, oldest = _BACKENDS.popitem(last=False)
+        oldest.client.close()  # a worker runs one task at a time: nobody else uses it now
     cases = [case for case in pack.grader.generate_cases(seed) if case.case_id == case_id]
     if len(cases) != 1:
         raise EnvironmentFailure(f"no case {seed}/{case_id} in {task}")
