@@ -53,8 +53,8 @@ from typing import Any
 
 import docker
 
-from evalarc.audit_command import AuditOptions, AuditResult, Control, prepare_controls, run_audit
 from evalarc.packs import evaluate, grader_sha256, load_pack
+from evalarc.reports.audit import AuditOptions, AuditResult, Control, prepare_controls, run_audit
 from evalarc.runtime.docker_backend import (
     CANDIDATE_USER,
     IDLE_USER,

@@ -204,9 +204,9 @@ def diff(
     require_generalization: bool,
 ) -> None:
     """Compare every case and check of BASELINE and CURRENT; exit 1 if any check lost passes."""
-    from evalarc.diff_report import DiffRequest, run_diff
+    from evalarc.reports.diff import DiffRequest, run_diff
+    from evalarc.reports.diff_text import terminal_lines
     from evalarc.review.diff import DiffOptions, overall_passed
-    from evalarc.review.diff_text import terminal_lines
 
     options = DiffOptions(
         threshold=threshold,
@@ -301,9 +301,9 @@ def eval_health(
     require_healthy: bool,
 ) -> None:
     """Judge whether 1-20 RESULT files of one evaluation can support tuning decisions."""
-    from evalarc.health_report import HealthRequest, run_health
+    from evalarc.reports.health import HealthRequest, run_health
+    from evalarc.reports.health_text import markdown_summary, terminal_lines
     from evalarc.review.health import HealthOptions
-    from evalarc.review.health_text import markdown_summary, terminal_lines
 
     options = HealthOptions(
         threshold=threshold,
@@ -401,9 +401,9 @@ def hillclimb_review(
 ) -> None:
     """Replay a hill climb (BASELINE, then each STEP tried); exit 0 only if a merge is
     recommended."""
-    from evalarc.hillclimb_report import HillclimbRequest, run_hillclimb_review
+    from evalarc.reports.hillclimb import HillclimbRequest, run_hillclimb_review
+    from evalarc.reports.hillclimb_text import markdown_summary, terminal_lines
     from evalarc.review.hillclimb import HillclimbOptions
-    from evalarc.review.hillclimb_text import markdown_summary, terminal_lines
 
     options = HillclimbOptions(
         objective=objective,
@@ -449,7 +449,7 @@ def hillclimb_review(
 def hillclimb_run(config: Path, output: Path, trust_local: bool, quiet: bool) -> None:
     """Drive a hill climb with CONFIG's evaluate and propose commands; exit 0 only if a merge
     is recommended."""
-    from evalarc.hillclimb_run import run_hillclimb_loop
+    from evalarc.reports.hillclimb_run import run_hillclimb_loop
 
     def show(line: str) -> None:
         if not quiet:
@@ -480,8 +480,8 @@ def trajectory(
 ) -> None:
     """Integrate the left-step score curve of CHECKPOINTS (a JSON array of elapsed_seconds and
     evaluation) over the budget; exit 2 if any checkpoint is refused."""
-    from evalarc.review.trajectory import terminal_lines
-    from evalarc.trajectory_report import run_trajectory
+    from evalarc.reports.trajectory import run_trajectory
+    from evalarc.reports.trajectory_text import terminal_lines
 
     report = run_trajectory(checkpoints, budget_seconds, output)
     if as_json:
@@ -574,7 +574,7 @@ def verify(evidence: Path, as_json: bool, require_accepted: bool, require_resolv
 @click.option("--json", "as_json", is_flag=True, help="Print the packs as JSON.")
 def tasks(as_json: bool) -> None:
     """List the bundled task packs (exit 2 if a pack folder cannot be loaded)."""
-    from evalarc.evaluate_command import task_lines, task_summaries
+    from evalarc.reports.evaluation import task_lines, task_summaries
 
     summaries, problems = task_summaries()
     if as_json:
@@ -600,7 +600,7 @@ def tasks(as_json: bool) -> None:
 )
 def init(dest: Path, task: str, reference: bool, language: str) -> None:
     """Create a new candidate workspace DEST with the task contract."""
-    from evalarc.evaluate_command import run_init
+    from evalarc.reports.evaluation import run_init
 
     result = run_init(dest, task=task, language=language, reference=reference)
     echo(f"Created {result.dest}")
@@ -662,7 +662,7 @@ def _event_printer(
 ) -> Callable[[dict[str, Any]], None]:
     """Progress for evaluate and audit: JSON event lines with --progress, readable lines unless
     --quiet, nothing otherwise (all on stderr; stdout keeps the result)."""
-    from evalarc.evaluate_command import event_line
+    from evalarc.reports.run_folder import event_line
 
     def show(event: dict[str, Any]) -> None:
         if progress:
@@ -679,7 +679,7 @@ def _event_printer(
 def _final_event_on_failure(progress: bool) -> Iterator[None]:
     """With --progress, end the event stream with run_cancelled or run_error before the error
     propagates to the group's exit-code mapping."""
-    from evalarc.evaluate_command import event_line
+    from evalarc.reports.run_folder import event_line
 
     try:
         yield
@@ -808,12 +808,8 @@ def evaluate(
     quiet: bool,
 ) -> None:
     """Run CANDIDATE against a task pack; exit 0 resolved, 1 not resolved, 2 invalid."""
-    from evalarc.evaluate_command import (
-        DEFAULT_IMAGE,
-        EvaluateOptions,
-        progress_line,
-        run_evaluate,
-    )
+    from evalarc.reports.backends import DEFAULT_IMAGE
+    from evalarc.reports.evaluation import EvaluateOptions, progress_line, run_evaluate
 
     _check_recordings(backend, recordings)
     options = EvaluateOptions(
@@ -891,8 +887,8 @@ def audit(
 ) -> None:
     """Run a pack's reference and every declared faulty variant; report how narrowly each fault
     is detected. Exit 0 passed, 1 a fault survived or the reference failed, 2 invalid."""
-    from evalarc.audit_command import AuditOptions, progress_line, run_audit
-    from evalarc.review.audit import summary_lines
+    from evalarc.reports.audit import AuditOptions, progress_line, run_audit
+    from evalarc.reports.audit_text import summary_lines
 
     _check_recordings(backend, recordings)
     options = AuditOptions(

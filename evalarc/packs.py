@@ -27,13 +27,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, cast
 
-from evalarc import __version__
+from evalarc import __version__, schemas
 from evalarc.errors import EnvironmentFailure, InputError, OutputError, UsageError
 from evalarc.resources import bundled_dir
 from evalarc.runtime.protocol import Backend, CaseRun, Limits, Transcript
 
-PACK_SCHEMA = "evalarc.pack.v1"
-EVALUATION_SCHEMA = "evalarc.evaluation.v2"
+PACK_SCHEMA = schemas.PACK
+EVALUATION_SCHEMA = schemas.EVALUATION
 PACK_FILE = "pack.toml"
 GUIDE_NAME = "RUNTIME.md"
 _WEIGHT_TOLERANCE = 1e-9

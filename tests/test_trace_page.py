@@ -1,4 +1,4 @@
-"""Trace replay page models (evalarc/site/trace_page.py) built from real replayed evaluations.
+"""Trace replay page models (evalarc/pages/trace.py) built from real replayed evaluations.
 
 The evaluations are replays of the bundled Docker recordings (no Docker needed): the support
 demo regression (new-key-on-retry) and the reference, the durable-kv commit-on-exit fault and a
@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 
 from evalarc.bundle import EvidenceFolder
-from evalarc.evaluate_command import EvaluateOptions, run_evaluate
 from evalarc.packs import materialize_workspace
-from evalarc.site.evaluation_page import build_evaluation_page, recording_reader
-from evalarc.site.render import render_page
-from evalarc.site.trace_page import (
+from evalarc.pages.evaluation import build_evaluation_page, recording_reader
+from evalarc.pages.render import render_page
+from evalarc.pages.trace import (
     PackRules,
     RobotReview,
     SupportEpisode,
@@ -33,6 +32,7 @@ from evalarc.site.trace_page import (
     pack_rules,
     parse_events,
 )
+from evalarc.reports.evaluation import EvaluateOptions, run_evaluate
 
 
 def replay_evaluation(root: Path, task: str, fault: str | None) -> Path:

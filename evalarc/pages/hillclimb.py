@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalarc.review.hillclimb_text import (
+from evalarc.pages.record_fields import RecordField, record_fields
+from evalarc.pages.render import render_page
+from evalarc.reports.hillclimb_text import (
     category_text,
     fraction,
     interval_text,
@@ -17,8 +19,6 @@ from evalarc.review.hillclimb_text import (
     points,
     ratio_text,
 )
-from evalarc.site.record_page import RecordField, record_fields
-from evalarc.site.render import render_page
 
 HIT_TEXT_CHARS = 160
 MAX_HITS = 200
@@ -42,7 +42,7 @@ REPORT_SECTIONS: dict[str, str] = {
     "scope": "scope",
 }
 """Top-level keys of hillclimb.json that a dedicated section shows -> its id; every other key is in
-the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+the page's "Also recorded" block (:mod:`evalarc.pages.record_fields`)."""
 REPORT_FILE = "hillclimb.json"
 
 

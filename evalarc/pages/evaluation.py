@@ -15,9 +15,9 @@ from typing import Any
 from evalarc.bundle import EvidenceFolder
 from evalarc.canonical import sha256_bytes
 from evalarc.errors import EvalArcError
-from evalarc.site.record_page import RecordField, record_fields
-from evalarc.site.render import render_page
-from evalarc.site.trace_page import (
+from evalarc.pages.record_fields import RecordField, record_fields
+from evalarc.pages.render import render_page
+from evalarc.pages.trace import (
     Events,
     PackRules,
     TraceView,
@@ -70,7 +70,7 @@ REPORT_SECTIONS: dict[str, str] = {
     "evalarc_version": "reproduction",
 }
 """Top-level keys of evaluation.json that a dedicated section shows -> its id; every other key is in
-the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+the page's "Also recorded" block (:mod:`evalarc.pages.record_fields`)."""
 REPORT_FILE = "evaluation.json"
 
 

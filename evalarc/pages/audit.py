@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalarc.pages.record_fields import RecordField, record_fields
+from evalarc.pages.remove_case import RemoveCaseView, build_remove_case_view
+from evalarc.pages.render import render_page
 from evalarc.review.audit import audit_status, reference_status
-from evalarc.site.record_page import RecordField, record_fields
-from evalarc.site.remove_case import RemoveCaseView, build_remove_case_view
-from evalarc.site.render import render_page
 
 EVALUATIONS_DIR = "evaluations"
 
@@ -39,7 +39,7 @@ REPORT_SECTIONS: dict[str, str] = {
     "evalarc_version": "reproduction",
 }
 """Top-level keys of audit.json that a dedicated section shows -> its id; every other key is in
-the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+the page's "Also recorded" block (:mod:`evalarc.pages.record_fields`)."""
 REPORT_FILE = "audit.json"
 
 
