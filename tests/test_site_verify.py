@@ -162,7 +162,11 @@ def test_edited_doc_source_and_page(site: Path) -> None:
 @pytest.mark.parametrize(
     ("bundle", "name", "recomputed"),
     [
-        ("junit-diff", "current.xml.txt", "current.xml.txt differs from the input the report recorded"),
+        (
+            "junit-diff",
+            "current.xml.txt",
+            "current.xml.txt differs from the input the report recorded",
+        ),
         ("inspect-diff", "baseline.eval", "baseline.eval differs from the input"),
         ("inspect-diff", "split.json", "diff.json differs from the recomputed diff report"),
         ("health", "inputs/06.json", "inputs/06.json differs from the input"),
