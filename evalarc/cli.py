@@ -485,7 +485,7 @@ def trajectory(
 
     report = run_trajectory(checkpoints, budget_seconds, output)
     if as_json:
-        echo(json.dumps(report, indent=2, ensure_ascii=False))
+        echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
         for line in terminal_lines(report, str(output) if output is not None else None):
             echo(line)

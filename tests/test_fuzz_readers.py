@@ -642,7 +642,7 @@ def test_checkpoints(bases: Any, scratch: Path, data: st.DataObject) -> None:
     with fresh(scratch) as folder:
         path = folder / "checkpoints.json"
         path.write_bytes(_dump(document))
-        only_evalarc_errors(lambda: pretty_json(run_trajectory(path, budget)))
+        only_evalarc_errors(lambda: pretty_json(run_trajectory(path, budget).to_json()))
 
 
 # -- verify on mutated report folders ----------------------------------------------------------
