@@ -318,11 +318,11 @@ def eval_health(
     if markdown is not None:
         _append(markdown, markdown_summary(report))
     if as_json:
-        echo(json.dumps(report, indent=2, ensure_ascii=False))
+        echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
         for line in terminal_lines(report, str(output) if output is not None else None):
             echo(line)
-    healthy = bool(report["healthy"])
+    healthy = report.healthy
     sys.exit(int(ExitCode.REJECTED if require_healthy and not healthy else ExitCode.ACCEPTED))
 
 

@@ -91,7 +91,7 @@ def downstream(run: Run) -> None:
     """What the commands do with an accepted run: compare it, judge it, write the report."""
     report = compute_diff(run, run, DiffOptions(), created_at="fuzz")
     pretty_json(report).encode("utf-8", "backslashreplace")
-    health = compute_health([run], HealthOptions(), created_at="fuzz")
+    health = compute_health([run], HealthOptions(), created_at="fuzz").to_json()
     pretty_json(health).encode("utf-8", "backslashreplace")
 
 

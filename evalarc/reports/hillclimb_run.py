@@ -811,8 +811,12 @@ class _Loop:
         tuning = pooled_snapshot(run, self.tuning_ids)
         held = pooled_snapshot(run, self.held_out_ids)
         noise = {
-            "tuning": noise_review(tuning["passed"], tuning["assessed"], self.config.min_effect),
-            "held_out": noise_review(held["passed"], held["assessed"], self.config.min_effect),
+            "tuning": noise_review(
+                tuning["passed"], tuning["assessed"], self.config.min_effect
+            ).to_json(),
+            "held_out": noise_review(
+                held["passed"], held["assessed"], self.config.min_effect
+            ).to_json(),
         }
         self.tuning_noise = float(noise["tuning"]["resolvable_change"])
         self.baseline_block = {

@@ -34,12 +34,8 @@ from evalarc.review.diff import (
     same_output_different_verdict,
     tally,
 )
-from evalarc.review.health import (
-    TRIAGE_CATEGORIES,
-    TRIAGE_NEXT_STEPS,
-    failure_triage,
-    noise_review,
-)
+from evalarc.review.health import TRIAGE_NEXT_STEPS, failure_triage, noise_review
+from evalarc.review.health_model import TRIAGE_CATEGORIES
 from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
 from evalarc.review.split import partition, review_generalization
 from evalarc.review.stats import rounded_interval
@@ -184,16 +180,16 @@ def triage_cases(run: Run, case_ids: Sequence[str], history: Sequence[Run]) -> l
     rows = failure_triage(run, _pooled_tallies(versions), _inconsistent_checks(run, versions))
     result: list[dict[str, Any]] = []
     for row in rows:
-        if row["case_id"] not in wanted:
+        if row.case_id not in wanted:
             continue
-        category = row["category"]
+        category = row.category
         if category == "never_passes" and len(versions) < 2:
             category = "consistent_failure"
         result.append(
             {
-                "case_id": row["case_id"],
+                "case_id": row.case_id,
                 "category": category,
-                "checks": row["checks"],
+                "checks": list(row.checks),
                 "next_step": TRIAGE_NEXT_STEPS[category],
             }
         )
@@ -542,8 +538,12 @@ def compute_hillclimb(
     base_tuning = pooled_snapshot(baseline, tuning_ids)
     base_held = pooled_snapshot(baseline, held_out_ids)
     noise = {
-        "tuning": noise_review(base_tuning["passed"], base_tuning["assessed"], options.min_effect),
-        "held_out": noise_review(base_held["passed"], base_held["assessed"], options.min_effect),
+        "tuning": noise_review(
+            base_tuning["passed"], base_tuning["assessed"], options.min_effect
+        ).to_json(),
+        "held_out": noise_review(
+            base_held["passed"], base_held["assessed"], options.min_effect
+        ).to_json(),
     }
 
     kept_index = 0
