@@ -424,11 +424,11 @@ def hillclimb_review(
     if markdown is not None:
         _append(markdown, markdown_summary(report))
     if as_json:
-        echo(json.dumps(report, indent=2, ensure_ascii=False))
+        echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
         for line in terminal_lines(report, str(output) if output is not None else None):
             echo(line)
-    merge = bool(report["merge_recommended"])
+    merge = report.merge_recommended
     sys.exit(int(ExitCode.ACCEPTED if merge else ExitCode.REJECTED))
 
 
