@@ -340,6 +340,9 @@ ACTIVE_SUFFIXES = frozenset(
         ".mhtml",
         ".xsl",
         ".xslt",
+        ".xml",
+        ".rdf",
+        ".xul",
         ".swf",
         ".pdf",
         ".appcache",
@@ -441,5 +444,23 @@ def has_unsafe_name(name: str) -> bool:
 
 
 def is_active(relative: str) -> bool:
-    """Whether a file of this name is a document a browser would run script in."""
+    """Whether a file of this name is a document a browser would run script in (a static host
+    such as GitHub Pages serves it by its suffix: ``.xml`` as XML, whose XHTML-namespace
+    ``<script>`` runs)."""
     return PurePosixPath(relative.lower()).suffix in ACTIVE_SUFFIXES
+
+
+PASSIVE_COPY_SUFFIXES = frozenset({".json", ".eval", ".jsonl"})
+"""Suffixes an input copy keeps: a static host serves them as data, never as a document."""
+
+
+def copy_suffix(original: Path) -> str:
+    """The suffix of a report folder's copy of the input ``original``: its own when passive,
+    ``.json`` when it has none, and otherwise its own followed by ``.txt`` (``baseline.xml.txt``:
+    a JUnit file a site publishes must be served as text, not as an XML document)."""
+    suffix = original.suffix
+    if not suffix:
+        return ".json"
+    if suffix.lower() in PASSIVE_COPY_SUFFIXES:
+        return suffix
+    return suffix + ".txt"

@@ -120,8 +120,11 @@ def _count_dict_any(tree: ast.AST) -> int:
 
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("cli", ("evalarc.cli", "evalarc.__main__")),
-    ("commands", ("evalarc.demo", "evalarc.action", "evalarc.verify", "evalarc.site")),
+    ("cli", ("evalarc.cli", "evalarc.cli_options", "evalarc.cli_emit", "evalarc.__main__")),
+    (
+        "commands",
+        ("evalarc.demo", "evalarc.action", "evalarc.verify", "evalarc.verify_text", "evalarc.site"),
+    ),
     ("reports", ("evalarc.reports",)),
     ("pages", ("evalarc.pages",)),
     ("compute", ("evalarc.review", "evalarc.packs", "evalarc.schedule", "evalarc.ray_executor")),
@@ -148,9 +151,9 @@ def layer_of(module: str) -> int | None:
     best: tuple[int, int] | None = None
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if module == prefix or module.startswith(prefix + "."):
-                if best is None or len(prefix) > best[1]:
-                    best = (index, len(prefix))
+            matches = module == prefix or module.startswith(prefix + ".")
+            if matches and (best is None or len(prefix) > best[1]):
+                best = (index, len(prefix))
     return None if best is None else best[0]
 
 

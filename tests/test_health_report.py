@@ -132,7 +132,7 @@ def test_junit_case_lines_and_eval_suffix(cli: Cli, tmp_path: Path) -> None:
         out,
     )
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in (out / "inputs").iterdir()) == ["01.xml", "02.xml"]
+    assert sorted(p.name for p in (out / "inputs").iterdir()) == ["01.xml.txt", "02.xml.txt"]
     assert not (out / "cases.json").exists()
     records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     assert len(records) == 16  # one line per case per file

@@ -282,7 +282,7 @@ def test_refuses_bad_report_folders_and_writes_nothing(
     shutil.copytree(reports / "junit-diff", folder)
     expected = {
         "report": "diff.json differs from the recomputed diff report",
-        "input": "current.xml differs from the input the report recorded",
+        "input": "current.xml.txt differs from the input the report recorded",
         "symlink": f"{folder}/link is a symlink; symlinks are refused",
         "kind": "params.json names an unknown report kind 'mystery'",
         "nothing": "holds no report folder",
@@ -292,7 +292,7 @@ def test_refuses_bad_report_folders_and_writes_nothing(
         report["blocking_changes"] = 0
         (folder / "diff.json").write_text(json.dumps(report))
     elif damage == "input":
-        (folder / "current.xml").write_bytes((folder / "current.xml").read_bytes() + b" ")
+        (folder / "current.xml.txt").write_bytes((folder / "current.xml.txt").read_bytes() + b" ")
     elif damage == "symlink":
         (folder / "link").symlink_to(folder / "diff.json")
     elif damage == "kind":

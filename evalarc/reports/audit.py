@@ -418,6 +418,18 @@ class AuditResult:
             return ExitCode.INVALID
         return ExitCode.ACCEPTED if self.audit["passed"] else ExitCode.REJECTED
 
+    def warnings(self) -> list[str]:
+        """What ``evalarc audit`` prints on stderr beside the result: each divergent recording,
+        each foreign grader whose recordings were replayed, each rejected transcript."""
+        return [
+            *(divergence.describe() for divergence in self.divergences),
+            *(
+                f"replayed recordings made under grader {grader[:12]} through today's grader"
+                for grader in self.foreign_graders
+            ),
+            *self.notes,
+        ]
+
 
 def audit_context(
     pack: Pack, language: str, seeds: Sequence[int], without_cases: Sequence[str], created_at: str

@@ -17,6 +17,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    copy_suffix,
     copy_verified,
     params_document,
     recorded_object,
@@ -26,17 +27,16 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
-from evalarc.canonical import sha256_bytes
 from evalarc.clock import timestamp
 from evalarc.errors import OutputError, VerificationError
 from evalarc.formats import Run, load_results
 from evalarc.formats.evaluation import resolve_evaluation_path
 from evalarc.formats.harness import HarnessFile, collect_harness
-from evalarc.formats.model import Source
 from evalarc.formats.split import CaseSplit, load_split
 from evalarc.pages.view import PageView
 from evalarc.reports.diff_text import markdown_summary
 from evalarc.reports.kind import ReportKind, write_page
+from evalarc.reports.recorded_inputs import recorded_harness, recorded_run, recorded_split
 from evalarc.review.diff import (
     DIFF_SCHEMA,
     DiffOptions,
@@ -62,7 +62,7 @@ class DiffRequest:
 
 
 def _copy_name(role: str, original: Path) -> str:
-    return role + (original.suffix or ".json")
+    return role + copy_suffix(original)
 
 
 def run_diff(
@@ -235,29 +235,12 @@ def recompute_diff_folder(
     fmt = str(params.get("format"))
     runs: list[Run] = []
     for entry, role in zip(inputs, ("baseline", "current"), strict=True):
-        runs.append(_load_recorded_input(folder, entry, recorded.get(role), fmt, options))
+        runs.append(recorded_run(folder, entry, recorded.get(role), fmt, options.threshold))
     split = None
     if params.get("split") is not None:
-        split_path = folder.hash_file(str(params["split"]))
-        split = load_split(split_path)
-        recorded_source = recorded_object(recorded, "generalization", "split", "source")
-        if isinstance(recorded_source.get("name"), str):
-            split = replace(split, source=Source(recorded_source["name"], split.source.sha256))
-    harness = None
-    if params.get("harness") is not None:
-        if not isinstance(params["harness"], list):
-            raise VerificationError(f"{PARAMS_FILE} has a malformed harness list")
-        harness = []
-        for entry in params["harness"]:
-            if not isinstance(entry, dict):
-                raise VerificationError(f"{PARAMS_FILE} has a malformed harness entry")
-            data = folder.read_bytes(str(entry.get("file")))
-            item = HarnessFile(str(entry.get("label")), data, sha256_bytes(data))
-            if item.sha256 != entry.get("sha256"):
-                raise VerificationError(
-                    f"{entry.get('file')} differs from the harness file that was scanned"
-                )
-            harness.append(item)
+        source = recorded_object(recorded, "generalization", "split", "source")
+        split = recorded_split(folder, params["split"], source)
+    harness = recorded_harness(folder, params.get("harness"))
     return compute_diff(
         runs[0],
         runs[1],
@@ -277,20 +260,6 @@ def _number(params: dict[str, Any], key: str) -> float:
     except OverflowError:  # an integer written with hundreds of digits
         raise VerificationError(f"{PARAMS_FILE} has a {key} beyond any number") from None
     return float(value) if isinstance(value, float) else value
-
-
-def _load_recorded_input(
-    folder: EvidenceFolder, entry: object, recorded_run: object, fmt: str, options: DiffOptions
-) -> Run:
-    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-        raise VerificationError(f"{PARAMS_FILE} has a malformed input entry")
-    name = entry["file"]
-    path = folder.hash_file(name)
-    source = recorded_run.get("source") if isinstance(recorded_run, dict) else None
-    if not isinstance(source, dict) or folder.files[name].sha256 != source.get("sha256"):
-        raise VerificationError(f"{name} differs from the input the report recorded")
-    run = load_results(path, fmt, options.threshold)
-    return run.with_source(Source(str(source.get("name")), str(source["sha256"])))
 
 
 def diff_summary(report: dict[str, Any]) -> dict[str, Any]:

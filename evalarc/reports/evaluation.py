@@ -18,6 +18,7 @@ interrupted run (Ctrl-C included) leaves no output, no temporary folder and no c
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,9 @@ from typing import Any
 
 from evalarc.bundle import (
     EvidenceFolder,
+    is_active,
     params_document,
+    shown_name,
     staged_folder,
     write_json,
     write_text,
@@ -279,6 +282,7 @@ def run_evaluate(
     owner = claim_work_folder(work)
     try:
         snapshot = snapshot_candidate(candidate, work / "snapshot", list(pack.default_command))
+        refuse_active_files(snapshot.path, candidate)
         subject = Subject(None, snapshot.sha256)
         executor: Executor
         if options.executor == "ray":
@@ -543,3 +547,19 @@ KIND = ReportKind(
     derive=derived_evaluation_files,
     informational=INFORMATIONAL,
 )
+
+
+def refuse_active_files(copy: Path, candidate: Path) -> None:
+    """A report folder keeps the candidate's bytes, and verify and sites refuse a file a browser
+    would run script in (:func:`evalarc.bundle.is_active`): refuse such a candidate before any
+    case runs rather than publish a folder that cannot be verified."""
+    for root, folders, files in os.walk(copy):
+        folders.sort()
+        for name in sorted(files):
+            relative = Path(root, name).relative_to(copy).as_posix()
+            if is_active(relative):
+                raise InputError(
+                    f"candidate {candidate}: {shown_name(relative)} is a document a browser "
+                    "would run script in; a report folder cannot keep or publish it "
+                    "(remove or rename it)"
+                )

@@ -18,6 +18,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    copy_suffix,
     copy_verified,
     params_document,
     recorded_object,
@@ -35,6 +36,7 @@ from evalarc.formats.model import Source
 from evalarc.pages.view import PageView
 from evalarc.reports.health_text import markdown_summary
 from evalarc.reports.kind import ReportKind, write_page
+from evalarc.reports.recorded_inputs import recorded_run
 from evalarc.review.health import MAX_INPUTS, HealthOptions, compute_health
 from evalarc.review.health_model import HEALTH_SCHEMA, HealthReport
 
@@ -55,8 +57,9 @@ class HealthRequest:
 
 
 def input_copy_name(position: int, original: Path) -> str:
-    """``inputs/NN<suffix>`` for the 1-based ``position`` (``.json`` when there is no suffix)."""
-    return f"inputs/{position:02d}{original.suffix or '.json'}"
+    """``inputs/NN<suffix>`` for the 1-based ``position`` (suffix: see
+    :func:`evalarc.bundle.copy_suffix`)."""
+    return f"inputs/{position:02d}{copy_suffix(original)}"
 
 
 def run_health(request: HealthRequest, output: Path | None = None) -> HealthReport:
@@ -166,8 +169,8 @@ def recompute_health_folder(
     options = HealthOptions.from_params(params, PARAMS_FILE)
     fmt = str(params.get("format"))
     runs = [
-        _load_recorded_input(folder, entry, recorded_run, fmt, options.threshold)
-        for entry, recorded_run in zip(inputs, recorded_runs, strict=True)
+        recorded_run(folder, entry, saved, fmt, options.threshold)
+        for entry, saved in zip(inputs, recorded_runs, strict=True)
     ]
     manifest = None
     if params.get("cases") is not None:
@@ -178,20 +181,6 @@ def recompute_health_folder(
     return compute_health(
         runs, options, manifest=manifest, created_at=str(recorded.get("created_at", ""))
     ).to_json()
-
-
-def _load_recorded_input(
-    folder: EvidenceFolder, entry: object, recorded_run: object, fmt: str, threshold: float
-) -> Run:
-    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-        raise VerificationError(f"{PARAMS_FILE} has a malformed input entry")
-    name = entry["file"]
-    path = folder.hash_file(name)
-    source = recorded_run.get("source") if isinstance(recorded_run, dict) else None
-    if not isinstance(source, dict) or folder.files[name].sha256 != source.get("sha256"):
-        raise VerificationError(f"{name} differs from the input the report recorded")
-    run = load_results(path, fmt, threshold)
-    return run.with_source(Source(str(source.get("name")), str(source["sha256"])))
 
 
 def health_summary(recorded: dict[str, Any]) -> dict[str, Any]:
@@ -209,8 +198,8 @@ def derived_health_files(
     options = HealthOptions.from_params(params, PARAMS_FILE)
     fmt = str(params.get("format"))
     runs = [
-        _load_recorded_input(folder, entry, recorded_run, fmt, options.threshold)
-        for entry, recorded_run in zip(params["inputs"], recorded["runs"], strict=True)
+        recorded_run(folder, entry, saved, fmt, options.threshold)
+        for entry, saved in zip(params["inputs"], recorded["runs"], strict=True)
     ]
     lines = "".join(compact_json(record) + "\n" for run in runs for record in case_lines(run))
     return {

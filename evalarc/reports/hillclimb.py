@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    copy_suffix,
     copy_verified,
     params_document,
     staged_folder,
@@ -29,16 +30,16 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
-from evalarc.canonical import pretty_json, sha256_bytes
+from evalarc.canonical import pretty_json
 from evalarc.clock import timestamp
 from evalarc.errors import UsageError, VerificationError
-from evalarc.formats import Run, load_results
+from evalarc.formats import load_results
 from evalarc.formats.harness import HarnessFile, collect_harness
-from evalarc.formats.model import Source
-from evalarc.formats.split import CaseSplit, load_split
+from evalarc.formats.split import load_split
 from evalarc.pages.view import PageView
 from evalarc.reports.hillclimb_text import markdown_summary
 from evalarc.reports.kind import ReportKind, write_page
+from evalarc.reports.recorded_inputs import recorded_harness, recorded_run, recorded_split
 from evalarc.review.hillclimb import (
     MAX_STEPS,
     HillclimbOptions,
@@ -66,8 +67,9 @@ class HillclimbRequest:
 
 
 def input_copy_name(index: int, original: Path) -> str:
-    """``inputs/NN-<original name>``, 0-based in the order given (the baseline is 00)."""
-    return f"inputs/{index:02d}-{original.name}"
+    """``inputs/NN-<original name>``, 0-based in the order given (the baseline is 00), with a
+    passive suffix (:func:`evalarc.bundle.copy_suffix`)."""
+    return f"inputs/{index:02d}-{original.stem}{copy_suffix(original)}"
 
 
 def _check_request(request: HillclimbRequest) -> None:
@@ -188,49 +190,6 @@ def _text(params: dict[str, Any], key: str) -> str:
     return value
 
 
-def _harness_copies(folder: EvidenceFolder, entries: object) -> list[HarnessFile] | None:
-    if entries is None:
-        return None
-    if not isinstance(entries, list):
-        raise VerificationError(f"{PARAMS_FILE} has a malformed harness list")
-    harness = []
-    for entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-            raise VerificationError(f"{PARAMS_FILE} has a malformed harness entry")
-        data = folder.read_bytes(entry["file"])
-        item = HarnessFile(str(entry.get("label")), data, sha256_bytes(data))
-        if item.sha256 != entry.get("sha256"):
-            raise VerificationError(
-                f"{entry['file']} differs from the harness file that was scanned"
-            )
-        harness.append(item)
-    return harness
-
-
-def _recorded_input(
-    folder: EvidenceFolder, entry: object, recorded: object, fmt: str, threshold: float
-) -> Run:
-    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-        raise VerificationError(f"{PARAMS_FILE} has a malformed input entry")
-    name = entry["file"]
-    path = folder.hash_file(name)
-    source = recorded.get("source") if isinstance(recorded, dict) else None
-    if not isinstance(source, dict) or folder.files[name].sha256 != source.get("sha256"):
-        raise VerificationError(f"{name} differs from the input the report recorded")
-    run = load_results(path, fmt, threshold)
-    return run.with_source(Source(str(source.get("name")), str(source["sha256"])))
-
-
-def _recorded_split(folder: EvidenceFolder, name: object, recorded: dict[str, Any]) -> CaseSplit:
-    if not isinstance(name, str):
-        raise VerificationError(f"{PARAMS_FILE} names no split file")
-    split = load_split(folder.hash_file(name))
-    source = (recorded.get("split") or {}).get("source") or {}
-    if isinstance(source.get("name"), str):
-        split = replace(split, source=Source(source["name"], split.source.sha256))
-    return split
-
-
 def recompute_hillclimb_folder(
     folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
 ) -> dict[str, Any]:
@@ -254,11 +213,13 @@ def recompute_hillclimb_folder(
     fmt = _text(params, "format")
     threshold = _number(params, "threshold")
     runs = [
-        _recorded_input(folder, entry, recorded_run, fmt, threshold)
-        for entry, recorded_run in zip(inputs, recorded_runs, strict=True)
+        recorded_run(folder, entry, saved, fmt, threshold)
+        for entry, saved in zip(inputs, recorded_runs, strict=True)
     ]
-    harness = _harness_copies(folder, params.get("harness"))
-    split = _recorded_split(folder, params.get("split"), recorded)
+    harness = recorded_harness(folder, params.get("harness"))
+    split = recorded_split(
+        folder, params.get("split"), (recorded.get("split") or {}).get("source") or {}
+    )
     return compute_hillclimb(
         runs,
         labels,

@@ -37,7 +37,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalarc import schemas
-from evalarc.bundle import check_new_output, copy_verified, write_bytes, write_json, write_text
+from evalarc.bundle import (
+    check_new_output,
+    copy_suffix,
+    copy_verified,
+    write_bytes,
+    write_json,
+    write_text,
+)
 from evalarc.canonical import pretty_json, sha256_bytes, sha256_file
 from evalarc.clock import timestamp
 from evalarc.errors import (
@@ -128,6 +135,13 @@ BRIEF_RULES = (
 
 
 # -- configuration ------------------------------------------------------------------------------
+
+
+def result_file(name: str) -> str:
+    """The name a step's result file is kept under in ``results/`` (passive, see
+    :func:`evalarc.bundle.copy_suffix`)."""
+    path = Path(name)
+    return path.stem + copy_suffix(path)
 
 
 @dataclass(frozen=True)
@@ -771,7 +785,12 @@ class _Loop:
             )
         if not target.is_file() or target.is_symlink():
             raise InputError(f"the evaluate command did not write results/{name}")
-        return load_results(target, self.config.format, self.config.threshold)
+        run = load_results(target, self.config.format, self.config.threshold)
+        kept = result_file(name)
+        if kept != name:
+            # Kept under a passive name (results/00-baseline.xml.txt): see copy_suffix.
+            os.replace(target, self.output / "results" / kept)
+        return run
 
     # -- phases
 
@@ -1003,7 +1022,7 @@ class _Loop:
             report.format,
             config.threshold,
             labels,
-            [f"results/{name}" for name in labels],
+            [f"results/{result_file(name)}" for name in labels],
             harness_entries(harness),
         )
         write_review_files(self.output, report, params, harness)
