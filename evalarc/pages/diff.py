@@ -13,6 +13,7 @@ from typing import Any
 from evalarc.bundle import EvidenceFolder
 from evalarc.errors import EvalArcError
 from evalarc.evidence import read_case_evidence
+from evalarc.pages.blocks import Card
 from evalarc.pages.case_views import CaseViews, build_case_views
 from evalarc.pages.record_fields import RecordField, record_fields
 from evalarc.pages.render import render_page
@@ -92,13 +93,6 @@ def table_island(rows: list[list[IslandCell]]) -> dict[str, Any]:
         else:
             columns.append({"text": [text for text, _ in pairs], "style": styles.pop()})
     return {"count": len(rows), "columns": columns}
-
-
-@dataclass(frozen=True)
-class Card:
-    value: str
-    label: str
-    alert: bool = False
 
 
 @dataclass(frozen=True)
@@ -693,6 +687,7 @@ def _evaluation_traces(
     folder: EvidenceFolder, names: list[str], report: dict[str, Any]
 ) -> list[TracePair]:
     from evalarc.canonical import strict_loads
+    from evalarc.packs import pack_trace_view
     from evalarc.pages.trace import build_trace
 
     documents: list[dict[str, Any]] = []
@@ -725,7 +720,8 @@ def _evaluation_traces(
             trace = None
             if case is not None:
                 try:
-                    trace = build_trace(str(task.get("id")), case, None, f"c{number}-{role}")
+                    view = pack_trace_view(str(task.get("id")))
+                    trace = build_trace(view, case, None, f"c{number}-{role}")
                 except (KeyError, TypeError, ValueError, AttributeError):
                     trace = None
             note = (

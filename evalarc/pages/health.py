@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evalarc.formats.model import Run
+from evalarc.pages.blocks import Card, TriageRow
 from evalarc.pages.record_fields import RecordField, record_fields
 from evalarc.pages.render import render_page
 from evalarc.review.diff import tally
@@ -38,13 +39,6 @@ REPORT_FILE = "health.json"
 
 
 @dataclass(frozen=True)
-class Card:
-    value: str
-    label: str
-    alert: bool = False
-
-
-@dataclass(frozen=True)
 class RunRow:
     name: str
     sha256_prefix: str
@@ -55,14 +49,6 @@ class RunRow:
     max_attempts: int
     unassessed: int
     status: str
-
-
-@dataclass(frozen=True)
-class TriageRow:
-    case_id: str
-    category: str
-    checks: str
-    next_step: str
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evalarc.pages.blocks import Card, TriageRow
 from evalarc.pages.record_fields import RecordField, record_fields
 from evalarc.pages.render import render_page
 from evalarc.review.hillclimb import (
@@ -48,13 +49,6 @@ REPORT_FILE = "hillclimb.json"
 
 
 @dataclass(frozen=True)
-class Card:
-    value: str
-    label: str
-    alert: bool = False
-
-
-@dataclass(frozen=True)
 class StepRow:
     index: int
     label: str
@@ -66,14 +60,6 @@ class StepRow:
     tone: str
     reason: str
     stalled: bool
-
-
-@dataclass(frozen=True)
-class TriageRow:
-    case_id: str
-    category: str
-    checks: str
-    next_step: str
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from evalarc.pages.blocks import Card
 from evalarc.pages.record_fields import RecordField, record_fields
 from evalarc.pages.render import render_page
 from evalarc.review.trajectory import format_seconds
@@ -49,13 +50,6 @@ REPORT_SECTIONS: dict[str, str] = {
 """Top-level keys of trajectory.json that a dedicated section shows -> its id; every other key is in
 the page's "Also recorded" block (:mod:`evalarc.pages.record_fields`)."""
 REPORT_FILE = "trajectory.json"
-
-
-@dataclass(frozen=True)
-class Card:
-    value: str
-    label: str
-    alert: bool = False
 
 
 @dataclass(frozen=True)
