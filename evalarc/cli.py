@@ -165,7 +165,7 @@ def eval_health(
         inputs=list(results), options=options, format=results_as.fmt, cases=cases
     )
     report = run_health(request, out.output)
-    code = _accepted_if(not require_healthy or bool(report["healthy"]))
+    code = _accepted_if(not require_healthy or report.healthy)
     lines = terminal_lines(report, out.folder_name)
     emit(Outcome(code, lines, report, markdown=markdown_summary(report)), out)
 
@@ -243,7 +243,7 @@ def hillclimb_review(
         harness=harness_paths(harness),
     )
     report = run_hillclimb_review(request, out.output)
-    code = _accepted_if(bool(report["merge_recommended"]))
+    code = _accepted_if(report.merge_recommended)
     lines = terminal_lines(report, out.folder_name)
     emit(Outcome(code, lines, report, markdown=markdown_summary(report)), out)
 
