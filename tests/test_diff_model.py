@@ -31,9 +31,9 @@ from evalarc.review.diff_model import (
     REPORT_KEYS,
     ChangeRow,
     DiffReport,
-    _Object,
     _quick_row,
 )
+from evalarc.review.model_json import Fields
 
 CREATED = "2026-01-01T00:00:00Z"
 EXAMPLE = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
@@ -112,7 +112,7 @@ def test_the_quick_row_reader_agrees_with_the_careful_one(
     for label, report in reports:
         for row in report.changes:
             value = json.loads(json.dumps(row.to_json()))
-            careful = ChangeRow.read(_Object(value, "diff.json", "changes[0]"))
+            careful = ChangeRow.read(Fields(value, "diff.json", "changes[0]"))
             assert _quick_row(value) == careful == row, label
 
 

@@ -14,14 +14,14 @@ Pure: no file is read or written here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
 from evalarc import schemas
 from evalarc.canonical import JSONValue
-from evalarc.errors import InputError
 from evalarc.formats.model import Headline, Source
+from evalarc.review.model_json import Fields, Slow, report_fields
 
 DIFF_SCHEMA = schemas.RESULTS_DIFF
 
@@ -43,156 +43,19 @@ _T = TypeVar("_T")
 # -- reading ----------------------------------------------------------------------------------
 
 
-def _shown(key: str) -> str:
-    text = "".join(char if char.isprintable() else "?" for char in key[:40])
-    return repr(text + ("…" if len(key) > 40 else ""))
-
-
-class _Slow(Exception):
-    """A quick reader met something unusual: the careful reader decides (and names it)."""
-
-
 _MISSING = object()
 
 
-class _Object:
-    """One JSON object of a report being read: every refusal names the file and the field."""
-
-    __slots__ = ("data", "name", "where")
-
-    def __init__(self, value: object, name: str, where: str) -> None:
-        if not isinstance(value, dict):
-            raise InputError(f"{name}: {where or 'the report'} is not a JSON object")
-        self.data: dict[str, object] = value
-        self.name = name
-        self.where = where
-
-    def path(self, key: str) -> str:
-        return f"{self.where}.{key}" if self.where else key
-
-    def fail(self, key: str, problem: str) -> InputError:
-        return InputError(f"{self.name}: {self.path(key)} {problem}")
-
-    def only(self, *keys: str) -> None:
-        """Refuse a field this schema does not define (it could not be written back)."""
-        for key in self.data:
-            if key not in keys:
-                where = self.where or "the report"
-                raise InputError(f"{self.name}: {where} has an unknown field {_shown(key)}")
-
-    def has(self, key: str) -> bool:
-        return key in self.data
-
-    def raw(self, key: str) -> object:
-        if key not in self.data:
-            raise self.fail(key, "is missing")
-        return self.data[key]
-
-    def integer(self, key: str) -> int:
-        value = self.raw(key)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(key, "is not an integer")
-        return value
-
-    def count(self, key: str) -> int:
-        value = self.integer(key)
-        if value < 0:
-            raise self.fail(key, "is negative")
-        return value
-
-    def number(self, key: str) -> float:
-        value = self.raw(key)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key, "is not a number")
-        return value
-
-    def opt_number(self, key: str) -> float | None:
-        return None if self.raw(key) is None else self.number(key)
-
-    def opt_integer(self, key: str) -> int | None:
-        return None if self.raw(key) is None else self.integer(key)
-
-    def text(self, key: str) -> str:
-        value = self.raw(key)
-        if not isinstance(value, str):
-            raise self.fail(key, "is not a string")
-        return value
-
-    def opt_text(self, key: str) -> str | None:
-        return None if self.raw(key) is None else self.text(key)
-
-    def choice(self, key: str, choices: Sequence[str]) -> str:
-        value = self.text(key)
-        if value not in choices:
-            raise self.fail(key, f"is not one of {', '.join(choices)}")
-        return value
-
-    def flag(self, key: str) -> bool:
-        value = self.raw(key)
-        if not isinstance(value, bool):
-            raise self.fail(key, "is not true or false")
-        return value
-
-    def opt_flag(self, key: str) -> bool | None:
-        return None if self.raw(key) is None else self.flag(key)
-
-    def true_if_present(self, key: str) -> bool:
-        """A flag the schema writes only when it is true."""
-        if key not in self.data:
-            return False
-        if self.data[key] is not True:
-            raise self.fail(key, "is written only as true")
-        return True
-
-    def obj(self, key: str) -> _Object:
-        self.raw(key)
-        return _Object(self.data[key], self.name, self.path(key))
-
-    def opt_obj(self, key: str) -> _Object | None:
-        return None if self.raw(key) is None else self.obj(key)
-
-    def array(self, key: str) -> list[object]:
-        value = self.raw(key)
-        if not isinstance(value, list):
-            raise self.fail(key, "is not a list")
-        return value
-
-    def objects(self, key: str) -> Iterator[_Object]:
-        for index, item in enumerate(self.array(key)):
-            yield _Object(item, self.name, f"{self.path(key)}[{index}]")
-
-    def each(
-        self, key: str, read: Callable[[_Object], _T], quick: Callable[[object], _T]
-    ) -> tuple[_T, ...]:
-        """Every item of the list ``key``: ``quick`` reads a well-formed item without building
-        paths for messages; an item it does not accept (:class:`_Slow`) is read by ``read``,
-        which names what is wrong with it."""
-        items: list[_T] = []
-        for index, item in enumerate(self.array(key)):
-            try:
-                items.append(quick(item))
-            except _Slow:
-                items.append(read(_Object(item, self.name, f"{self.path(key)}[{index}]")))
-        return tuple(items)
-
-    def strings(self, key: str) -> tuple[str, ...]:
-        items = self.array(key)
-        for index, item in enumerate(items):
-            if not isinstance(item, str):
-                raise self.fail(f"{key}[{index}]", "is not a string")
-        return tuple(str(item) for item in items)
+def _read(cls: Callable[[Fields], _T], value: object, name: str) -> _T:
+    return cls(Fields(value, name))
 
 
-def _read(cls: Callable[[_Object], _T], value: object, name: str) -> _T:
-    return cls(_Object(value, name, ""))
-
-
-def _source(data: _Object) -> Source:
+def _source(data: Fields) -> Source:
     data.only("name", "sha256")
     return Source(data.text("name"), data.text("sha256"))
 
 
-def _headline(data: _Object | None) -> Headline | None:
+def _headline(data: Fields | None) -> Headline | None:
     if data is None:
         return None
     data.only("name", "value")
@@ -214,14 +77,14 @@ class SideTally:
         return {"passed": self.passed, "assessed": self.assessed, "attempts": self.attempts}
 
     @staticmethod
-    def read(data: _Object) -> SideTally:
+    def read(data: Fields) -> SideTally:
         data.only("passed", "assessed", "attempts")
         return SideTally(data.count("passed"), data.count("assessed"), data.count("attempts"))
 
     @staticmethod
     def quick(value: object) -> SideTally:
         if type(value) is not dict or len(value) != 3:
-            raise _Slow
+            raise Slow
         passed, assessed = value.get("passed"), value.get("assessed")
         attempts = value.get("attempts")
         if (
@@ -233,7 +96,7 @@ class SideTally:
             and attempts >= 0
         ):
             return SideTally(passed, assessed, attempts)
-        raise _Slow
+        raise Slow
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +117,7 @@ class AttemptDetail:
         return data
 
     @staticmethod
-    def read(data: _Object) -> AttemptDetail:
+    def read(data: Fields) -> AttemptDetail:
         data.only("passed", "value", "evidence")
         value = data.data.get("value")
         if data.has("value") and value is None:
@@ -265,21 +128,21 @@ class AttemptDetail:
     @staticmethod
     def quick(value: object) -> AttemptDetail:
         if type(value) is not dict:
-            raise _Slow
+            raise Slow
         passed = value.get("passed", _MISSING)
         if passed is not True and passed is not False and passed is not None:
-            raise _Slow
+            raise Slow
         size = 1
         evidence = value.get("evidence")
         if evidence is not None:
             if type(evidence) is not str:
-                raise _Slow
+                raise Slow
             size += 1
         raw = value.get("value")
         if raw is not None:
             size += 1
         if len(value) != size:
-            raise _Slow  # an unknown key, or ``value``/``evidence`` written as null
+            raise Slow  # an unknown key, or ``value``/``evidence`` written as null
         return AttemptDetail(passed, raw, evidence)
 
 
@@ -332,7 +195,7 @@ class ChangeRow:
         return row
 
     @staticmethod
-    def read(data: _Object) -> ChangeRow:
+    def read(data: Fields) -> ChangeRow:
         data.only(
             "case_id",
             "check",
@@ -401,7 +264,7 @@ def _quick_detail(row: dict[str, object], key: str) -> tuple[AttemptDetail, ...]
         return None
     value = row[key]
     if type(value) is not list:
-        raise _Slow
+        raise Slow
     return tuple(AttemptDetail.quick(item) for item in value)
 
 
@@ -409,22 +272,22 @@ def _quick_row(value: object) -> ChangeRow:
     """:meth:`ChangeRow.read` for a well-formed row (the bulk of a large report), without the
     per-field bookkeeping; anything unusual goes to the careful reader."""
     if type(value) is not dict or not value.keys() <= _ROW_KEYS:
-        raise _Slow
+        raise Slow
     case_id, check, kind = value.get("case_id"), value.get("check"), value.get("kind")
     if type(case_id) is not str or type(check) is not str or type(kind) is not str:
-        raise _Slow
+        raise Slow
     if kind not in _KINDS:
-        raise _Slow
+        raise Slow
     noise = value.get("within_sampling_noise")
     if noise is not None and noise is not True and noise is not False:
-        raise _Slow
+        raise Slow
     if noise is None and "within_sampling_noise" in value:
-        raise _Slow
+        raise Slow
     disagreements = value.get("same_output_different_verdict", 0)
     if type(disagreements) is not int or (
         disagreements <= 0 and "same_output_different_verdict" in value
     ):
-        raise _Slow
+        raise Slow
     return ChangeRow(
         case_id=case_id,
         check=check,
@@ -483,7 +346,7 @@ class ChangeCounts:
         )
 
     @staticmethod
-    def read(data: _Object) -> ChangeCounts:
+    def read(data: Fields) -> ChangeCounts:
         data.only(*_COUNT_KEYS)
         return ChangeCounts(
             regressed=data.count("regressed"),
@@ -523,11 +386,11 @@ class PassRate:
         }
 
     @staticmethod
-    def read(data: _Object) -> PassRate:
+    def read(data: Fields) -> PassRate:
         data.only("name", "value", "passed", "assessed", "interval_95")
         interval: tuple[float, float] | None = None
         if data.raw("interval_95") is not None:
-            items = data.array("interval_95")
+            items = data.items("interval_95")
             if len(items) != 2 or not all(
                 isinstance(item, int | float) and not isinstance(item, bool) for item in items
             ):
@@ -579,7 +442,7 @@ class RunSummary:
         }
 
     @staticmethod
-    def read(data: _Object) -> RunSummary:
+    def read(data: Fields) -> RunSummary:
         data.only(
             "source", "identity", "incomplete", "headline", "cases", "checks", "check_pass_rate"
         )
@@ -607,17 +470,17 @@ class ClusterMember:
         return {"case_id": self.case_id, "check": self.check}
 
     @staticmethod
-    def read(data: _Object) -> ClusterMember:
+    def read(data: Fields) -> ClusterMember:
         data.only("case_id", "check")
         return ClusterMember(data.text("case_id"), data.text("check"))
 
     @staticmethod
     def quick(value: object) -> ClusterMember:
         if type(value) is not dict or len(value) != 2:
-            raise _Slow
+            raise Slow
         case_id, check = value.get("case_id"), value.get("check")
         if type(case_id) is not str or type(check) is not str:
-            raise _Slow
+            raise Slow
         return ClusterMember(case_id, check)
 
 
@@ -643,7 +506,7 @@ class ChangeCluster:
         }
 
     @staticmethod
-    def read(data: _Object) -> ChangeCluster:
+    def read(data: Fields) -> ChangeCluster:
         data.only("signature", "basis", "kind", "count", "members")
         return ChangeCluster(
             signature=data.text("signature"),
@@ -668,7 +531,7 @@ class PresenceChange:
         return {"what": self.what, "name": self.name, "side": self.side, "rows": self.rows}
 
     @staticmethod
-    def read(data: _Object) -> PresenceChange:
+    def read(data: Fields) -> PresenceChange:
         data.only("what", "name", "side", "rows")
         return PresenceChange(
             what=data.text("what"),
@@ -698,13 +561,13 @@ class ChangeGroups:
         }
 
     @staticmethod
-    def read(data: _Object) -> ChangeGroups:
+    def read(data: Fields) -> ChangeGroups:
         data.only("blocking_checks", "causes", "clusters", "presence", "note")
         return ChangeGroups(
             blocking_checks=data.count("blocking_checks"),
             causes=data.count("causes"),
-            clusters=tuple(ChangeCluster.read(item) for item in data.objects("clusters")),
-            presence=tuple(PresenceChange.read(item) for item in data.objects("presence")),
+            clusters=data.objects("clusters", ChangeCluster.read),
+            presence=data.objects("presence", PresenceChange.read),
             note=data.text("note"),
         )
 
@@ -740,13 +603,13 @@ class MatrixSides:
         }
 
     @staticmethod
-    def read(data: _Object) -> MatrixSides:
+    def read(data: Fields) -> MatrixSides:
         data.only("baseline", "current", "baseline_only", "current_only", "compared_across")
         return MatrixSides(
-            baseline=data.strings("baseline"),
-            current=data.strings("current"),
-            baseline_only=data.strings("baseline_only"),
-            current_only=data.strings("current_only"),
+            baseline=data.texts("baseline"),
+            current=data.texts("current"),
+            baseline_only=data.texts("baseline_only"),
+            current_only=data.texts("current_only"),
             compared_across=data.flag("compared_across"),
         )
 
@@ -760,7 +623,7 @@ class Matrix:
         return {"providers": self.providers.to_json(), "prompts": self.prompts.to_json()}
 
     @staticmethod
-    def read(data: _Object) -> Matrix:
+    def read(data: Fields) -> Matrix:
         data.only("providers", "prompts")
         return Matrix(
             MatrixSides.read(data.obj("providers")), MatrixSides.read(data.obj("prompts"))
@@ -792,7 +655,7 @@ class UsageSide:
         }
 
     @staticmethod
-    def read(data: _Object) -> UsageSide:
+    def read(data: Fields) -> UsageSide:
         data.only("attempts", "reported", "total", "mean")
         return UsageSide(
             data.count("attempts"),
@@ -822,7 +685,7 @@ class PairedUsage:
         }
 
     @staticmethod
-    def read(data: _Object) -> PairedUsage:
+    def read(data: Fields) -> PairedUsage:
         data.only("pairs", "baseline_total", "current_total", "baseline_missing", "current_missing")
         return PairedUsage(
             data.count("pairs"),
@@ -854,7 +717,7 @@ class UsageMetric:
         }
 
     @staticmethod
-    def read(data: _Object) -> UsageMetric:
+    def read(data: Fields) -> UsageMetric:
         data.only("baseline", "current", "ratio", "complete", "paired")
         return UsageMetric(
             baseline=UsageSide.read(data.obj("baseline")),
@@ -874,7 +737,7 @@ class CacheShare:
         return {"baseline": self.baseline, "current": self.current}
 
     @staticmethod
-    def read(data: _Object) -> CacheShare:
+    def read(data: Fields) -> CacheShare:
         data.only("baseline", "current")
         return CacheShare(data.opt_number("baseline"), data.opt_number("current"))
 
@@ -901,7 +764,7 @@ class Usage:
         return data
 
     @staticmethod
-    def read(data: _Object) -> Usage:
+    def read(data: Fields) -> Usage:
         data.only("matched_cases", "metrics", "cache_read_share", "scope")
         metrics = data.obj("metrics")
         share = data.obj("cache_read_share") if data.has("cache_read_share") else None
@@ -952,7 +815,7 @@ class CostGate:
         }
 
     @staticmethod
-    def read(data: _Object) -> CostGate:
+    def read(data: Fields) -> CostGate:
         data.only(
             "metric",
             "max_ratio",
@@ -1004,13 +867,13 @@ class SplitSummary:
         }
 
     @staticmethod
-    def read(data: _Object) -> SplitSummary:
+    def read(data: Fields) -> SplitSummary:
         data.only("source", "description", "entries", "held_out_cases")
         return SplitSummary(
             source=_source(data.obj("source")),
             description=data.opt_text("description"),
-            entries=data.strings("entries"),
-            held_out_cases=data.strings("held_out_cases"),
+            entries=data.texts("entries"),
+            held_out_cases=data.texts("held_out_cases"),
         )
 
 
@@ -1032,7 +895,7 @@ class Pool:
         }
 
     @staticmethod
-    def read(data: _Object) -> Pool:
+    def read(data: Fields) -> Pool:
         data.only("passed", "assessed", "attempts", "pass_rate")
         return Pool(
             data.count("passed"),
@@ -1064,7 +927,7 @@ class PartitionReview:
         }
 
     @staticmethod
-    def read(data: _Object) -> PartitionReview:
+    def read(data: Fields) -> PartitionReview:
         data.only(
             "cases",
             "baseline",
@@ -1112,7 +975,7 @@ class Generalization:
         }
 
     @staticmethod
-    def read(data: _Object) -> Generalization:
+    def read(data: Fields) -> Generalization:
         data.only("split", "partitions", "state", "explanation", "scope")
         partitions = data.obj("partitions")
         partitions.only(*PARTITIONS)
@@ -1140,7 +1003,7 @@ class ScannedFile:
         return {"path": self.path, "sha256": self.sha256, "bytes": self.bytes}
 
     @staticmethod
-    def read(data: _Object) -> ScannedFile:
+    def read(data: Fields) -> ScannedFile:
         data.only("path", "sha256", "bytes")
         return ScannedFile(data.text("path"), data.text("sha256"), data.count("bytes"))
 
@@ -1171,7 +1034,7 @@ class LeakHit:
         }
 
     @staticmethod
-    def read(data: _Object) -> LeakHit:
+    def read(data: Fields) -> LeakHit:
         data.only("file", "file_sha256", "line", "case_id", "partition", "role", "text")
         return LeakHit(
             file=data.text("file"),
@@ -1208,7 +1071,7 @@ class Leakage:
         }
 
     @staticmethod
-    def read(data: _Object) -> Leakage:
+    def read(data: Fields) -> Leakage:
         data.only(
             "files_scanned",
             "materials_considered",
@@ -1219,10 +1082,10 @@ class Leakage:
             "scope",
         )
         return Leakage(
-            files_scanned=tuple(ScannedFile.read(item) for item in data.objects("files_scanned")),
+            files_scanned=data.objects("files_scanned", ScannedFile.read),
             materials_considered=data.count("materials_considered"),
             min_chars=data.count("min_chars"),
-            hits=tuple(LeakHit.read(item) for item in data.objects("hits")),
+            hits=data.objects("hits", LeakHit.read),
             held_out_hits=data.count("held_out_hits"),
             truncated=data.flag("truncated"),
             scope=data.text("scope"),
@@ -1231,6 +1094,11 @@ class Leakage:
     @classmethod
     def from_json(cls, value: object, name: str) -> Leakage:
         return _read(cls.read, value, name)
+
+    @classmethod
+    def from_scan(cls, scan: Mapping[str, object]) -> Leakage:
+        """The typed form of :func:`evalarc.review.leakage.scan_leakage`'s result."""
+        return cls.from_json(scan, "the leakage scan")
 
 
 # -- the report -------------------------------------------------------------------------------
@@ -1368,10 +1236,7 @@ class DiffReport:
         """Read a diff.json object (``name``: the file as the user gave it). A newer schema
         version, a missing or malformed field and an unknown field are refused (InputError,
         one line naming the file)."""
-        if not isinstance(value, dict):
-            raise InputError(f"{name} is not a JSON object")
-        schemas.check_schema(value, DIFF_SCHEMA, name)
-        data = _Object(value, name, "")
+        data = report_fields(value, DIFF_SCHEMA, name)
         data.only(*REPORT_KEYS)
         if data.has("generalization_required") or data.has("generalization_passed"):
             if data.raw("generalization_required") is not True:

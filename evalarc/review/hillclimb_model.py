@@ -8,9 +8,10 @@ writes, key order included and optional keys left out where the writer leaves th
 both versions) and any malformed field with one line naming the file and the field. Numbers are
 kept as read, so ``to_json(from_json(x)) == x``.
 
-One part stays plain JSON (:data:`evalarc.canonical.JSONValue`): the leakage scan's
-``files_scanned`` list (path, digest, size of each harness file), which readers only count.
-The sampling-noise part is eval-health's :class:`evalarc.review.health_model.Noise`.
+Parts shared with other reports are theirs: the pooled counts of a partition
+(:class:`evalarc.review.diff_model.Pool`) and the harness leakage scan
+(:class:`evalarc.review.diff_model.Leakage`) are the diff report's, the sampling-noise part is
+eval-health's :class:`evalarc.review.health_model.Noise`.
 
 Pure: no file is read or written here.
 """
@@ -24,6 +25,8 @@ from typing import Any
 from evalarc import schemas
 from evalarc.canonical import JSONValue
 from evalarc.formats.model import Source
+from evalarc.review.diff_model import Leakage as Leakage
+from evalarc.review.diff_model import Pool as Pool
 from evalarc.review.health_model import TRIAGE_CATEGORIES, Noise
 from evalarc.review.model_json import Fields, report_fields
 
@@ -34,34 +37,6 @@ DECISIONS = ("keep", "rollback_regression", "rollback_overfit", "rollback_no_gai
 
 def _interval_json(interval: tuple[float, float] | None) -> list[float] | None:
     return None if interval is None else [interval[0], interval[1]]
-
-
-@dataclass(frozen=True, slots=True)
-class Pool:
-    """Pooled pass counts of one partition of one result."""
-
-    passed: int
-    assessed: int
-    attempts: int
-    pass_rate: float | None
-
-    def to_json(self) -> dict[str, JSONValue]:
-        return {
-            "passed": self.passed,
-            "assessed": self.assessed,
-            "attempts": self.attempts,
-            "pass_rate": self.pass_rate,
-        }
-
-    @classmethod
-    def read(cls, part: Fields) -> Pool:
-        part.only("passed", "assessed", "attempts", "pass_rate")
-        return cls(
-            part.count("passed"),
-            part.count("assessed"),
-            part.count("attempts"),
-            part.opt_number("pass_rate"),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,94 +356,6 @@ class Final:
             held_out_blocking_changes=part.count("held_out_blocking_changes"),
             cost=_opt_cost(part, "cost"),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class LeakageHit:
-    """Case text found verbatim in a harness file."""
-
-    file: str
-    file_sha256: str
-    line: int | None
-    case_id: str
-    partition: str | None
-    role: str
-    text: str
-
-    def to_json(self) -> dict[str, JSONValue]:
-        return {
-            "file": self.file,
-            "file_sha256": self.file_sha256,
-            "line": self.line,
-            "case_id": self.case_id,
-            "partition": self.partition,
-            "role": self.role,
-            "text": self.text,
-        }
-
-    @classmethod
-    def read(cls, part: Fields) -> LeakageHit:
-        part.only("file", "file_sha256", "line", "case_id", "partition", "role", "text")
-        return cls(
-            part.text("file"),
-            part.text("file_sha256"),
-            part.opt_integer("line"),
-            part.text("case_id"),
-            part.opt_text("partition"),
-            part.text("role"),
-            part.text("text"),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Leakage:
-    """The harness scan for verbatim case text."""
-
-    files_scanned: tuple[Mapping[str, JSONValue], ...]
-    """Each scanned file's path, sha256 and bytes: plain JSON, only counted by readers."""
-    materials_considered: int
-    min_chars: int
-    hits: tuple[LeakageHit, ...]
-    held_out_hits: int
-    truncated: bool
-    scope: str
-
-    def to_json(self) -> dict[str, JSONValue]:
-        return {
-            "files_scanned": [dict(entry) for entry in self.files_scanned],
-            "materials_considered": self.materials_considered,
-            "min_chars": self.min_chars,
-            "hits": [hit.to_json() for hit in self.hits],
-            "held_out_hits": self.held_out_hits,
-            "truncated": self.truncated,
-            "scope": self.scope,
-        }
-
-    @classmethod
-    def read(cls, part: Fields) -> Leakage:
-        part.only(
-            "files_scanned",
-            "materials_considered",
-            "min_chars",
-            "hits",
-            "held_out_hits",
-            "truncated",
-            "scope",
-        )
-        return cls(
-            files_scanned=part.objects("files_scanned", lambda entry: entry.data),
-            materials_considered=part.count("materials_considered"),
-            min_chars=part.count("min_chars"),
-            hits=part.objects("hits", LeakageHit.read),
-            held_out_hits=part.count("held_out_hits"),
-            truncated=part.flag("truncated"),
-            scope=part.text("scope"),
-        )
-
-    @classmethod
-    def from_scan(cls, scan: Mapping[str, Any]) -> Leakage:
-        """The typed form of :func:`evalarc.review.leakage.scan_leakage`'s result."""
-        return cls.read(Fields(scan, "the leakage scan"))
 
 
 @dataclass(frozen=True, slots=True)
