@@ -146,6 +146,20 @@ class AttemptDetail:
         return AttemptDetail(passed, raw, evidence)
 
 
+ROW_KEYS: tuple[str, ...] = (
+    "case_id",
+    "check",
+    "kind",
+    "baseline",
+    "baseline_detail",
+    "current",
+    "current_detail",
+    "within_sampling_noise",
+    "same_output_different_verdict",
+)
+"""The fields of a change row, in the order they are written."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChangeRow:
     """One (case, check) whose outcome changed."""
@@ -196,17 +210,7 @@ class ChangeRow:
 
     @staticmethod
     def read(data: Fields) -> ChangeRow:
-        data.only(
-            "case_id",
-            "check",
-            "kind",
-            "baseline",
-            "baseline_detail",
-            "current",
-            "current_detail",
-            "within_sampling_noise",
-            "same_output_different_verdict",
-        )
+        data.only(*ROW_KEYS)
         sides: list[SideTally | None] = []
         details: list[tuple[AttemptDetail, ...] | None] = []
         for side in SIDES:
@@ -236,19 +240,7 @@ class ChangeRow:
         )
 
 
-_ROW_KEYS = frozenset(
-    {
-        "case_id",
-        "check",
-        "kind",
-        "baseline",
-        "baseline_detail",
-        "current",
-        "current_detail",
-        "within_sampling_noise",
-        "same_output_different_verdict",
-    }
-)
+_ROW_KEYS = frozenset(ROW_KEYS)
 _KINDS = frozenset(KIND_ORDER)
 
 

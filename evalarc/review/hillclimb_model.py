@@ -50,13 +50,8 @@ class Snapshot:
     interval_95: tuple[float, float] | None
 
     def to_json(self) -> dict[str, JSONValue]:
-        return {
-            "passed": self.passed,
-            "assessed": self.assessed,
-            "attempts": self.attempts,
-            "pass_rate": self.pass_rate,
-            "interval_95": _interval_json(self.interval_95),
-        }
+        pool = Pool(self.passed, self.assessed, self.attempts, self.pass_rate)
+        return {**pool.to_json(), "interval_95": _interval_json(self.interval_95)}
 
     @classmethod
     def read(cls, part: Fields) -> Snapshot:
