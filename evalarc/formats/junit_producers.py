@@ -31,6 +31,7 @@ never pooled into one case.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evalarc.formats.model import Attempt, SampleMeta, cut_evidence
@@ -210,36 +211,13 @@ def assemble_cases(
 ) -> tuple[dict[str, dict[str, list[Attempt]]], dict[str, list[SampleMeta]]]:
     """Case id -> check -> attempts, and the per-attempt sample facts, for one file. The records
     are released as they are used."""
-    # Which (base id, ordinal) each record belongs to: a base id seen under a second suite
-    # element (or, for node, a second time at all) is a different test, numbered in document
-    # order.
-    bases: list[str] = []
-    ordinals: list[int] = []
-    first_suite: dict[str, int] = {}
-    later_suites: dict[str, dict[int, int]] = {}
-    pools = pools_attempts(producer)
-    for record in records:
-        assert record is not None
-        base = base_id(producer, record)
-        if pools:
-            first = first_suite.setdefault(base, record.suite_index)
-            if first == record.suite_index:
-                ordinal = 1
-            else:
-                seen = later_suites.setdefault(base, {})
-                ordinal = seen.setdefault(record.suite_index, len(seen) + 2)
-        else:
-            ordinal = first_suite.get(base, 0) + 1
-            first_suite[base] = ordinal
-        bases.append(base)
-        ordinals.append(ordinal)
+    bases, ordinals = _keys(producer, records)
     reruns = producer == "pytest-rerunfailures>=16.6.1"
     last_of: dict[tuple[str, int], int] = {}
     if reruns:
         for index, key in enumerate(zip(bases, ordinals, strict=True)):
             last_of[key] = index
-    used: set[str] = set(first_suite) if later_suites or not pools else set()
-    names: dict[tuple[str, int], str] = {}
+    namer = _Namer(bases, ordinals)
     cases: dict[str, dict[str, list[Attempt]]] = {}
     samples: dict[str, list[SampleMeta]] = {}
     bare: dict[tuple[bool | None, bool], Attempt] = {}
@@ -247,10 +225,7 @@ def assemble_cases(
         record = records[index]
         records[index] = None
         assert record is not None
-        if key[1] == 1:
-            case_id = key[0]
-        else:
-            case_id = names.get(key) or names.setdefault(key, _distinct_name(key, used))
+        case_id = namer.name(key)
         attempts = cases.setdefault(case_id, {}).setdefault(CHECK_NAME, [])
         metas = samples.setdefault(case_id, [])
         outcomes = record.outcomes
@@ -275,6 +250,59 @@ def assemble_cases(
             else:
                 metas.append(SampleMeta(verdicts=_VERDICTS[outcome.passed]))
     return cases, samples
+
+
+def _keys(producer: str, records: Sequence[Record | None]) -> tuple[list[str], list[int]]:
+    """Which (base id, ordinal) each record belongs to: a base id seen under a second suite
+    element (or, for node, a second time at all) is a different test, numbered in document
+    order."""
+    bases: list[str] = []
+    ordinals: list[int] = []
+    first_suite: dict[str, int] = {}
+    later_suites: dict[str, dict[int, int]] = {}
+    pools = pools_attempts(producer)
+    for record in records:
+        assert record is not None
+        base = base_id(producer, record)
+        if pools:
+            first = first_suite.setdefault(base, record.suite_index)
+            if first == record.suite_index:
+                ordinal = 1
+            else:
+                seen = later_suites.setdefault(base, {})
+                ordinal = seen.setdefault(record.suite_index, len(seen) + 2)
+        else:
+            ordinal = first_suite.get(base, 0) + 1
+            first_suite[base] = ordinal
+        bases.append(base)
+        ordinals.append(ordinal)
+    return bases, ordinals
+
+
+class _Namer:
+    """The case id of each (base id, ordinal): the base id itself for the first test of that
+    name, ``base #N`` (never one already taken) for a later one."""
+
+    def __init__(self, bases: list[str], ordinals: list[int]) -> None:
+        later = any(ordinal > 1 for ordinal in ordinals)
+        self._used: set[str] = set(bases) if later else set()
+        self._names: dict[tuple[str, int], str] = {}
+
+    def name(self, key: tuple[str, int]) -> str:
+        if key[1] == 1:
+            return key[0]
+        known = self._names.get(key)
+        if known is None:
+            known = self._names[key] = _distinct_name(key, self._used)
+        return known
+
+
+def record_case_ids(producer: str, records: Sequence[Record]) -> list[str]:
+    """The case id of each record, in document order, exactly as :func:`assemble_cases` names
+    the cases (for readers of the same file that show more than the model keeps)."""
+    bases, ordinals = _keys(producer, records)
+    namer = _Namer(bases, ordinals)
+    return [namer.name(key) for key in zip(bases, ordinals, strict=True)]
 
 
 def _distinct_name(key: tuple[str, int], used: set[str]) -> str:
