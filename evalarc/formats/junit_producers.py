@@ -206,6 +206,10 @@ _VERDICTS: dict[bool | None, dict[str, bool | None]] = {
 run's verdicts after it is read; a large file holds hundreds of thousands of them)."""
 
 
+_NO_USAGE: dict[str, float] = {}
+"""The usage of every attempt without a recorded duration (shared and read-only, as above)."""
+
+
 def assemble_cases(
     producer: str, records: list[Record | None]
 ) -> tuple[dict[str, dict[str, list[Attempt]]], dict[str, list[SampleMeta]]]:
@@ -221,18 +225,21 @@ def assemble_cases(
     cases: dict[str, dict[str, list[Attempt]]] = {}
     samples: dict[str, list[SampleMeta]] = {}
     bare: dict[tuple[bool | None, bool], Attempt] = {}
+    usages: dict[str, dict[str, float]] = {}
     for index, key in enumerate(zip(bases, ordinals, strict=True)):
         record = records[index]
         records[index] = None
         assert record is not None
         case_id = namer.name(key)
-        attempts = cases.setdefault(case_id, {}).setdefault(CHECK_NAME, [])
-        metas = samples.setdefault(case_id, [])
+        checks = cases.get(case_id)
+        earlier = len(checks[CHECK_NAME]) if checks is not None else 0
         outcomes = record.outcomes
         if reruns and not record.has_outcome and last_of[key] != index:
             outcomes = (Outcome(False, PYTEST_RERUN_EVIDENCE),)
+        attempts: list[Attempt] = []
+        metas: list[SampleMeta] = []
         for position, outcome in enumerate(outcomes):
-            rerun = bool(attempts)
+            rerun = earlier + position > 0
             if outcome.evidence is None:
                 # Attempts are immutable: every bare pass (or bare rerun) is one shared object.
                 shared = (outcome.passed, rerun)
@@ -243,12 +250,25 @@ def assemble_cases(
                 attempt = Attempt(
                     passed=outcome.passed, evidence=cut_evidence(outcome.evidence), rerun=rerun
                 )
-            attempts.append(attempt)
+            usage = _NO_USAGE
             if position == 0 and record.duration_seconds is not None:
-                usage = {"duration_seconds": record.duration_seconds}
-                metas.append(SampleMeta(usage=usage, verdicts=_VERDICTS[outcome.passed]))
+                # Read-only like the verdicts: one mapping per distinct duration.
+                # Keyed by the float's exact bits: 0.0 and -0.0 are equal keys but print apart.
+                seconds = record.duration_seconds
+                bits = seconds.hex()
+                usage = usages.get(bits) or usages.setdefault(bits, {"duration_seconds": seconds})
+            meta = SampleMeta(usage=usage, verdicts=_VERDICTS[outcome.passed])
+            if len(outcomes) == 1:  # the usual case: lists of exactly one item (no spare room)
+                attempts, metas = [attempt], [meta]
             else:
-                metas.append(SampleMeta(verdicts=_VERDICTS[outcome.passed]))
+                attempts.append(attempt)
+                metas.append(meta)
+        if checks is None:
+            cases[case_id] = {CHECK_NAME: attempts}
+            samples[case_id] = metas
+        else:
+            checks[CHECK_NAME].extend(attempts)
+            samples[case_id].extend(metas)
     return cases, samples
 
 
