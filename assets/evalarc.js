@@ -5,7 +5,7 @@
  * - A "Filter rows" box with a live "X of Y rows" count for tables of 8 rows or more.
  * - Pagination for tables of more than 100 rows; rows beyond what the HTML holds come from a
  *   <script type="application/json"> island named by the table's data-more-rows attribute
- *   (column-oriented, see table_island in evalarc/site/diff_page.py) and are built on demand
+ *   (column-oriented, see table_island in evalarc/pages/diff.py) and are built on demand
  *   with textContent (never innerHTML), so no data can become markup.
  * - A light/dark toggle (remembered when the browser allows storage).
  * When done it sets data-evalarc-ready on <html> and a performance mark "evalarc-ready".
@@ -135,7 +135,7 @@
   }
   window.evalarcCaseButton = caseButton;
 
-  /* A column of the island (see table_island in evalarc/site/diff_page.py) as a function
+  /* A column of the island (see table_island in evalarc/pages/diff.py) as a function
    * from row number to [text, style]. */
   function islandColumn(column) {
     if (column && Array.isArray(column.pick) && Array.isArray(column.from)) {
@@ -528,7 +528,7 @@
  * linked.
  *
  * Case views: the page's "case-index" island lists every case id, its chunk and the chunk files
- * (case-views/<sha256>.js, see evalarc/site/case_page.py). Opening a case inserts that chunk's
+ * (case-views/<sha256>.js, see evalarc/pages/case_views.py). Opening a case inserts that chunk's
  * script element once (allowed by the page policy's 'strict-dynamic'); the chunk calls
  * evalarcChunk({cases: ...}) with data only. Both sides are laid out section by section with
  * textContent, never markup; a cut text says where it was truncated. When a view is open it sets

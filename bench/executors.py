@@ -37,8 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from evalarc.audit_command import AuditOptions, prepare_controls, run_audit
 from evalarc.packs import evaluate, load_pack
+from evalarc.reports.audit import AuditOptions, prepare_controls, run_audit
 from evalarc.runtime.docker_backend import DockerBackend
 from evalarc.runtime.snapshot import snapshot_candidate
 

@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from evalarc import schemas
 from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file, strict_loads
 from evalarc.errors import EvalArcError, InputError, OutputError, VerificationError
 
-PARAMS_SCHEMA = "evalarc.report-params.v1"
+PARAMS_SCHEMA = schemas.REPORT_PARAMS
 PARAMS_FILE = "params.json"
 MAX_EVIDENCE_FILE_BYTES = 512 * 1024 * 1024
 _CHUNK = 1 << 20
@@ -194,34 +195,6 @@ def text_bytes(text: str) -> bytes:
     return text.encode("utf-8", errors="backslashreplace")
 
 
-@dataclass(frozen=True)
-class ReportKind:
-    """How ``verify`` checks one kind of report folder (see :mod:`evalarc.verify`).
-
-    ``recompute(folder, params, recorded)`` rebuilds the report from the folder's own inputs and
-    recorded options with the same compute function the writing command used; ``summarize``
-    turns a verified report into the kind's summary fields, including ``passed``.
-    """
-
-    name: str
-    report_file: str
-    recompute: Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], dict[str, Any]]
-    summarize: Callable[[dict[str, Any]], dict[str, Any]]
-    derive: Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], Derived] | None = None
-    """Every file the writing command derives from the report (summary, case lines, page, ...)
-    by name: its exact bytes, or a check of its bytes returning a problem or None. Called with
-    the verified report; a derived file present in a folder and not listed here is refused."""
-    volatile: tuple[tuple[str, ...], ...] = ((),)
-    """Where the report's ``created_at``/``evalarc_version`` live (paths of keys; ``*`` is every
-    list item): only there are they ignored by the comparison."""
-    informational: frozenset[str] = frozenset()
-    """params.json options recorded for the reader that recomputation does not need."""
-    records: tuple[str, ...] = ()
-    """Names (or folder prefixes ending in ``/``) of process records a command keeps beside the
-    report (``hillclimb-run``'s loop log, patches, command output): ``verify`` lists them as
-    records it cannot check, and a site refuses them."""
-
-
 @dataclass(frozen=True, slots=True)
 class FileRecord:
     sha256: str
@@ -367,6 +340,9 @@ ACTIVE_SUFFIXES = frozenset(
         ".mhtml",
         ".xsl",
         ".xslt",
+        ".xml",
+        ".rdf",
+        ".xul",
         ".swf",
         ".pdf",
         ".appcache",
@@ -468,5 +444,23 @@ def has_unsafe_name(name: str) -> bool:
 
 
 def is_active(relative: str) -> bool:
-    """Whether a file of this name is a document a browser would run script in."""
+    """Whether a file of this name is a document a browser would run script in (a static host
+    such as GitHub Pages serves it by its suffix: ``.xml`` as XML, whose XHTML-namespace
+    ``<script>`` runs)."""
     return PurePosixPath(relative.lower()).suffix in ACTIVE_SUFFIXES
+
+
+PASSIVE_COPY_SUFFIXES = frozenset({".json", ".eval", ".jsonl"})
+"""Suffixes an input copy keeps: a static host serves them as data, never as a document."""
+
+
+def copy_suffix(original: Path) -> str:
+    """The suffix of a report folder's copy of the input ``original``: its own when passive,
+    ``.json`` when it has none, and otherwise its own followed by ``.txt`` (``baseline.xml.txt``:
+    a JUnit file a site publishes must be served as text, not as an XML document)."""
+    suffix = original.suffix
+    if not suffix:
+        return ".json"
+    if suffix.lower() in PASSIVE_COPY_SUFFIXES:
+        return suffix
+    return suffix + ".txt"

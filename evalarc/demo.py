@@ -20,19 +20,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalarc.audit_command import AuditOptions, run_audit
 from evalarc.bundle import check_new_output
-from evalarc.diff_report import DiffRequest, run_diff
-from evalarc.evaluate_command import EvaluateOptions, run_evaluate
-from evalarc.health_report import HealthRequest, run_health
-from evalarc.hillclimb_report import HillclimbRequest, run_hillclimb_review
 from evalarc.packs import materialize_workspace
+from evalarc.reports.audit import AuditOptions, run_audit
+from evalarc.reports.diff import DiffRequest, run_diff
+from evalarc.reports.evaluation import EvaluateOptions, run_evaluate
+from evalarc.reports.health import HealthRequest, run_health
+from evalarc.reports.hillclimb import HillclimbRequest, run_hillclimb_review
+from evalarc.reports.trajectory import run_trajectory
 from evalarc.resources import bundled_dir
 from evalarc.review.diff import DiffOptions
 from evalarc.review.health import HealthOptions
 from evalarc.review.hillclimb import HillclimbOptions
 from evalarc.site.build import BuiltSite, SiteOptions, build_site
-from evalarc.trajectory_report import run_trajectory
 
 DEMO_TITLE = "EvalArc demo: reviews recomputed from saved runs"
 TRAJECTORY_BUDGET_SECONDS = 3600.0

@@ -20,21 +20,23 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, cast
 
-from evalarc import __version__
+from evalarc import __version__, schemas
 from evalarc.errors import EnvironmentFailure, InputError, OutputError, UsageError
 from evalarc.resources import bundled_dir
 from evalarc.runtime.protocol import Backend, CaseRun, Limits, Transcript
 
-PACK_SCHEMA = "evalarc.pack.v1"
-EVALUATION_SCHEMA = "evalarc.evaluation.v2"
+PACK_SCHEMA = schemas.PACK
+EVALUATION_SCHEMA = schemas.EVALUATION
 PACK_FILE = "pack.toml"
+VIEWS_FILE = "views.toml"
+"""How the pages show a pack's cases; outside the grader fingerprint (it changes no grade)."""
 GUIDE_NAME = "RUNTIME.md"
 _WEIGHT_TOLERANCE = 1e-9
 _SKIPPED_PARTS = frozenset({"__pycache__", ".git", ".venv"})
@@ -320,6 +322,152 @@ def _fault(
         tuple(reader.texts("expected_seed17_failing", required=False)),
         edits,
     )
+
+
+# -- how pages show a pack's cases (views.toml) ----------------------------------------------
+
+TRACE_VIEWS = ("transcript", "episode", "report-fields")
+"""The trace views a pack can declare for its cases:
+
+* ``transcript``: the case's recording, requests and responses per candidate process, with the
+  restarts and kills between them and expected against actual at the first mismatch;
+* ``episode``: the case record's ``trace`` of tool calls, their results, errors and retries,
+  with the state each call changed and the record's initial and final state;
+* ``report-fields``: each field of the report in the last response against the case record's
+  ``expected`` value and the rule it had to meet.
+"""
+Oracle = Callable[[dict[str, Any], Any], Any]
+"""``(state, request) -> response``: the contract's answer to a request; updates ``state``."""
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeLabels:
+    """The words an ``episode`` view needs from its pack."""
+
+    subject_argument: str
+    """The tool-call argument naming the record a call acts on (``ticket_id``)."""
+    subject_label: str
+    """The heading of the column of those records (``Ticket``)."""
+    idempotency_argument: str
+    """The tool-call argument that carries the idempotency key (``request_id``)."""
+    scored_state: str
+    """What the verifier reads, in words (``the final ticket state``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PackTraceView:
+    """How a pack's cases are shown step by step: ``[trace]`` of its ``views.toml``, with the
+    grader's values it names. A pack without one shows the recording (``transcript``)."""
+
+    view: str = "transcript"
+    """One of :data:`TRACE_VIEWS`."""
+    expected_response: Oracle | None = None
+    """``transcript``: the grader's oracle, replayed over the recorded requests."""
+    field_dimensions: Mapping[str, str] = field(default_factory=dict)
+    """``report-fields``: the dimension each report field is scored in."""
+    absolute_tolerance: float | None = None
+    relative_tolerance: float | None = None
+    """``report-fields``: the tolerances a float field must meet (either suffices)."""
+    episode: EpisodeLabels | None = None
+    """``episode``: the words the view uses."""
+
+
+_TRACE_KEYS: dict[str, frozenset[str]] = {
+    "transcript": frozenset({"view", "oracle"}),
+    "episode": frozenset(
+        {"view", "subject_argument", "subject_label", "idempotency_argument", "scored_state"}
+    ),
+    "report-fields": frozenset(
+        {"view", "field_dimensions", "absolute_tolerance", "relative_tolerance"}
+    ),
+}
+
+
+@cache
+def pack_trace_view(task_id: str) -> PackTraceView:
+    """The trace view ``packs/<task_id>/views.toml`` declares; the default ``transcript`` view
+    when there is no such bundled pack or it declares none. A declaration that cannot be read,
+    or names a grader value that is missing or of the wrong type, is refused naming the file."""
+    folder = packs_root() / task_id
+    path = folder / VIEWS_FILE
+    if "/" in task_id or task_id.startswith(".") or not (folder / PACK_FILE).is_file():
+        return PackTraceView()
+    if not path.is_file():
+        return PackTraceView()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise InputError(f"{path}: cannot read pack views: {error}") from None
+    schemas.check_schema(data, schemas.PACK_VIEWS, str(path))
+    reader = _TableReader(path, data)
+    unknown = sorted(set(data) - {"schema_version", "trace"})
+    if unknown:
+        raise InputError(f"{path}: unknown field {unknown[0]}")
+    trace = _TableReader(path, reader.table("trace"), "trace")
+    view = trace.text("view")
+    if view not in _TRACE_KEYS:
+        raise InputError(f"{path}: trace.view must be one of {', '.join(TRACE_VIEWS)}")
+    unknown = sorted(set(reader.table("trace")) - _TRACE_KEYS[view])
+    if unknown:
+        raise InputError(f"{path}: trace.{unknown[0]} does not apply to a {view} view")
+    grader = _GraderValues(path, task_id)
+    if view == "episode":
+        labels = EpisodeLabels(
+            subject_argument=trace.text("subject_argument"),
+            subject_label=trace.text("subject_label"),
+            idempotency_argument=trace.text("idempotency_argument"),
+            scored_state=trace.text("scored_state"),
+        )
+        return PackTraceView(view, episode=labels)
+    if view == "report-fields":
+        return PackTraceView(
+            view,
+            field_dimensions=grader.dimensions(trace.optional_text("field_dimensions")),
+            absolute_tolerance=grader.number(trace.optional_text("absolute_tolerance")),
+            relative_tolerance=grader.number(trace.optional_text("relative_tolerance")),
+        )
+    return PackTraceView(view, expected_response=grader.oracle(trace.optional_text("oracle")))
+
+
+class _GraderValues:
+    """The grader values a ``views.toml`` names, checked; the grader is imported on first use."""
+
+    def __init__(self, path: Path, task_id: str) -> None:
+        self._path = path
+        self._task_id = task_id
+
+    def _value(self, name: str) -> object:
+        grader = load_pack(self._task_id).grader
+        if not hasattr(grader, name):
+            raise InputError(f"{self._path}: the grader has no {name}")
+        value: object = getattr(grader, name)
+        return value
+
+    def oracle(self, name: str | None) -> Oracle | None:
+        if name is None:
+            return None
+        value = self._value(name)
+        if not callable(value):
+            raise InputError(f"{self._path}: the grader's {name} is not a function")
+        return cast(Oracle, value)
+
+    def dimensions(self, name: str | None) -> dict[str, str]:
+        if name is None:
+            return {}
+        value = self._value(name)
+        if not isinstance(value, Mapping) or not all(
+            isinstance(key, str) and isinstance(item, str) for key, item in value.items()
+        ):
+            raise InputError(f"{self._path}: the grader's {name} is not a table of names")
+        return dict(value)
+
+    def number(self, name: str | None) -> float | None:
+        if name is None:
+            return None
+        value = self._value(name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError(f"{self._path}: the grader's {name} is not a number")
+        return float(value)
 
 
 def _existing(manifest: Path, target: Path) -> Path:

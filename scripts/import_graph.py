@@ -8,6 +8,10 @@
 Every import counts, including those inside functions (they hide cycles from a reader, not from
 Python). An arrow A -> B means module A imports module B (or a name from it) of the same package.
 A cycle is a strongly connected set of two or more modules, or a module importing itself.
+
+For the evalarc package it also checks the layers of docs/architecture.md: every arrow must
+point to the same layer or one below it; an arrow pointing up is listed. Exit status 1 when
+there is a cycle or an upward arrow.
 """
 
 from __future__ import annotations
@@ -115,6 +119,57 @@ def _count_dict_any(tree: ast.AST) -> int:
     return count
 
 
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("cli", ("evalarc.cli", "evalarc.cli_options", "evalarc.cli_emit", "evalarc.__main__")),
+    (
+        "commands",
+        ("evalarc.demo", "evalarc.action", "evalarc.verify", "evalarc.verify_text", "evalarc.site"),
+    ),
+    ("reports", ("evalarc.reports",)),
+    ("pages", ("evalarc.pages",)),
+    ("compute", ("evalarc.review", "evalarc.packs", "evalarc.schedule", "evalarc.ray_executor")),
+    ("io", ("evalarc.formats", "evalarc.evidence", "evalarc.runtime", "evalarc.bundle")),
+    (
+        "base",
+        (
+            "evalarc.canonical",
+            "evalarc.errors",
+            "evalarc.schemas",
+            "evalarc.clock",
+            "evalarc.scoring",
+            "evalarc.terminal",
+            "evalarc.resources",
+            "evalarc",
+        ),
+    ),
+)
+"""evalarc's layers, top first: a module may import its own layer and the layers below it."""
+
+
+def layer_of(module: str) -> int | None:
+    """The index in :data:`LAYERS` of ``module`` (the longest matching prefix), or None."""
+    best: tuple[int, int] | None = None
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            matches = module == prefix or module.startswith(prefix + ".")
+            if matches and (best is None or len(prefix) > best[1]):
+                best = (index, len(prefix))
+    return None if best is None else best[0]
+
+
+def upward_arrows(graph: ImportGraph) -> list[tuple[str, str]]:
+    """Arrows from a lower layer to a higher one (and modules in no layer, paired with '?')."""
+    found: list[tuple[str, str]] = []
+    for module in graph.modules:
+        if layer_of(module) is None:
+            found.append((module, "?"))
+    for a, b in graph.edges:
+        la, lb = layer_of(a), layer_of(b)
+        if la is not None and lb is not None and lb < la:
+            found.append((a, b))
+    return found
+
+
 def build_graph(root: Path, package: str) -> ImportGraph:
     files = sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
     names = {_module_name(root, package, p): p for p in files}
@@ -159,10 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     for component in cycles:
         print("  cycle: " + " <-> ".join(component))
     print(f"dict[str, Any] annotations: {graph.dict_any_annotations}")
+    upward: list[tuple[str, str]] = []
+    if args.package == "evalarc":
+        upward = upward_arrows(graph)
+        print("layers: " + " -> ".join(name for name, _ in LAYERS))
+        print(f"upward arrows: {len(upward)}")
+        for a, b in upward:
+            print(f"  up: {a} -> {b}" if b != "?" else f"  no layer: {a}")
     if args.edges:
         for a, b in graph.edges:
             print(f"  {a} -> {b}")
-    return 0
+    return 1 if cycles or upward else 0
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from evalarc.audit_command import AuditOptions, run_audit
 from evalarc.packs import list_packs
+from evalarc.reports.audit import AuditOptions, run_audit
 from evalarc.review.audit import summary_lines
 from evalarc.runtime.recording import RECORDING_SUFFIX, load_index, runtime_fingerprint
 from evalarc.runtime.replay import (

@@ -31,9 +31,9 @@ import ray
 from ray.cluster_utils import Cluster
 
 from evalarc import ray_executor
-from evalarc.audit_command import AuditOptions, run_audit
-from evalarc.evaluate_command import EvaluateOptions, run_evaluate
 from evalarc.packs import materialize_workspace
+from evalarc.reports.audit import AuditOptions, run_audit
+from evalarc.reports.evaluation import EvaluateOptions, run_evaluate
 from evalarc.runtime.owner import OWNER_LABEL
 
 IMAGE = os.environ.get("EVALARC_TEST_IMAGE", "evalarc-python:local")

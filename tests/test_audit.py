@@ -16,19 +16,19 @@ from typing import Any
 
 import pytest
 
-from evalarc.audit_command import AuditOptions, reduced_pack, run_audit
 from evalarc.errors import UsageError
 from evalarc.packs import load_pack
+from evalarc.pages.audit import build_audit_page, render_audit_page
+from evalarc.reports.audit import AuditOptions, reduced_pack, run_audit
+from evalarc.reports.audit_text import summary_lines
 from evalarc.resources import bundled_dir
 from evalarc.review.audit import (
     AUDIT_SCHEMA,
     AuditContext,
     FaultRun,
     compute_audit,
-    summary_lines,
 )
 from evalarc.runtime.replay import open_store
-from evalarc.site.audit_page import build_audit_page, render_audit_page
 
 SEEDS = (17, 41, 97)
 IMAGES = {"python": "evalarc-python:local", "javascript": "evalarc-node:local"}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from evalarc.audit_command import AuditOptions, run_audit
+from evalarc.reports.audit import AuditOptions, run_audit
 from evalarc.runtime.docker_backend import BACKEND_LABEL
 
 pytestmark = pytest.mark.docker

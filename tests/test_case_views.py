@@ -14,14 +14,14 @@ from evalarc.canonical import sha256_bytes
 from evalarc.errors import VerificationError
 from evalarc.evidence import read_case_evidence
 from evalarc.evidence.model import TEXT_BYTES, Section, SideEvidence, cut_text, mark_divergence
-from evalarc.site.build import BUNDLE_MANIFEST, SITE_MANIFEST, build_site
-from evalarc.site.case_page import (
+from evalarc.pages.case_views import (
     CHUNK_BYTES,
     CHUNK_NAME,
     build_case_views,
     chunk_bytes,
     parse_chunk,
 )
+from evalarc.site.build import BUNDLE_MANIFEST, SITE_MANIFEST, build_site
 from evalarc.verify import verify_report_folder
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,17 +18,17 @@ import pytest
 
 from evalarc.canonical import canonical_json
 from evalarc.errors import OutputError, UsageError
-from evalarc.evaluate_command import (
+from evalarc.packs import load_pack, materialize_workspace
+from evalarc.pages.evaluation import build_evaluation_page, render_evaluation_page
+from evalarc.reports.evaluation import (
     EvaluateOptions,
     check_seconds,
     progress_line,
     run_evaluate,
     summary_line,
 )
-from evalarc.packs import load_pack, materialize_workspace
 from evalarc.runtime.recording import load_index, read_recording, runtime_fingerprint
 from evalarc.runtime.snapshot import snapshot_candidate
-from evalarc.site.evaluation_page import build_evaluation_page, render_evaluation_page
 
 PACK = load_pack("durable-kv")
 REPORT_FILES = ["candidate", "evaluation.json", "events.jsonl", "index.html", "params.json",

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from evalarc.cli import main
-from evalarc.diff_report import DiffRequest, run_diff
 from evalarc.errors import OutputError
+from evalarc.reports.diff import DiffRequest, run_diff
 from evalarc.review.diff import DiffOptions
 
 

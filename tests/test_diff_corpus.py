@@ -15,10 +15,10 @@ import pytest
 
 from evalarc.errors import InputError
 from evalarc.formats import load_results
+from evalarc.formats.harness import HarnessFile
+from evalarc.formats.split import CaseSplit
+from evalarc.reports.diff_text import markdown_summary, terminal_lines
 from evalarc.review.diff import BLOCKING_KINDS, DiffOptions, compute_diff
-from evalarc.review.diff_text import markdown_summary, terminal_lines
-from evalarc.review.leakage import HarnessFile
-from evalarc.review.split import CaseSplit
 
 CREATED = "2026-01-01T00:00:00Z"
 COMBINATIONS = [("json", "json"), ("eval", "eval"), ("json", "eval"), ("eval", "json")]

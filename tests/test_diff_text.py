@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import Attempt, Headline, Material, Run, SampleMeta, Source
+from evalarc.formats.split import CaseSplit
+from evalarc.reports.diff_text import escape_md_prose, markdown_summary, md_code, terminal_lines
 from evalarc.review.diff import DiffOptions, compute_diff
-from evalarc.review.diff_text import escape_md_prose, markdown_summary, md_code, terminal_lines
-from evalarc.review.leakage import HarnessFile
-from evalarc.review.split import CaseSplit
 
 CREATED = "2026-01-01T00:00:00Z"
 _CODES = {"C": True, "I": False, None: None}

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from evalarc.evaluate_command import EvaluateOptions, run_evaluate
 from evalarc.packs import load_pack, materialize_workspace
+from evalarc.reports.evaluation import EvaluateOptions, run_evaluate
 from evalarc.runtime.docker_backend import BACKEND_LABEL
 
 pytestmark = pytest.mark.docker

@@ -20,9 +20,9 @@ from click.testing import CliRunner
 from evalarc.cli import main
 from evalarc.errors import UsageError
 from evalarc.formats import load_results
+from evalarc.formats.harness import collect_harness
+from evalarc.formats.split import load_split
 from evalarc.review.diff import DiffOptions, compute_diff
-from evalarc.review.leakage import collect_harness
-from evalarc.review.split import load_split
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
 INSPECT = EXAMPLES / "inspect"

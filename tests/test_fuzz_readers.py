@@ -35,13 +35,15 @@ from evalarc.canonical import compact_json, pretty_json, sha256_bytes
 from evalarc.errors import EvalArcError
 from evalarc.formats import Run, load_results
 from evalarc.formats.junit import read_junit_bytes
+from evalarc.formats.manifest import load_manifest
 from evalarc.formats.model import Source
+from evalarc.formats.split import load_split
+from evalarc.reports.trajectory import run_trajectory
 from evalarc.review.diff import DiffOptions, compute_diff
 from evalarc.review.health import HealthOptions, compute_health
-from evalarc.review.manifest import assign_rules, load_manifest
-from evalarc.review.split import load_split, partition
+from evalarc.review.manifest import assign_rules
+from evalarc.review.split import partition
 from evalarc.runtime.recording import parse_recording
-from evalarc.trajectory_report import run_trajectory
 from evalarc.verify import verify_report_folder
 
 pytestmark = pytest.mark.slow

@@ -132,7 +132,7 @@ def test_junit_case_lines_and_eval_suffix(cli: Cli, tmp_path: Path) -> None:
         out,
     )
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in (out / "inputs").iterdir()) == ["01.xml", "02.xml"]
+    assert sorted(p.name for p in (out / "inputs").iterdir()) == ["01.xml.txt", "02.xml.txt"]
     assert not (out / "cases.json").exists()
     records = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     assert len(records) == 16  # one line per case per file
@@ -237,7 +237,25 @@ def test_wrong_report_schema_for_the_kind(cli: Cli, health_folder: Path) -> None
     report["schema_version"] = "evalarc.results-diff.v1"
     write_json(health_folder / "health.json", report)
     code, result = verify_json(cli, health_folder)
-    assert code == 2 and "does not hold an eval-health report" in result["error"]
+    assert code == 2
+    assert result["error"] == f"{health_folder}/" + (
+        "health.json is not an evalarc.eval-health.v1 document "
+        "(its schema_version is 'evalarc.results-diff.v1')"
+    )
+
+
+def test_a_newer_report_schema_is_refused_naming_both_versions(
+    cli: Cli, health_folder: Path
+) -> None:
+    report = read_json(health_folder / "health.json")
+    report["schema_version"] = "evalarc.eval-health.v2"
+    write_json(health_folder / "health.json", report)
+    code, result = verify_json(cli, health_folder)
+    assert code == 2
+    assert result["error"] == f"{health_folder}/" + (
+        "health.json is evalarc.eval-health.v2, newer than the evalarc.eval-health.v1 this "
+        "EvalArc reads; read it with a newer EvalArc"
+    )
 
 
 @pytest.mark.parametrize("bad", ["../inputs/01.json", "/etc/passwd"])

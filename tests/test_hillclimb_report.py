@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import Result
 
-from evalarc.site.hillclimb_page import build_hillclimb_page
+from evalarc.pages.hillclimb import build_hillclimb_page
 
 if TYPE_CHECKING:
     from conftest import Cli

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import Result
 
-from evalarc.hillclimb_run import glob_matches, is_allowed, unified_patch
+from evalarc.reports.hillclimb_run import glob_matches, is_allowed, unified_patch
 
 if TYPE_CHECKING:
     from conftest import Cli

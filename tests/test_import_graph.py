@@ -55,3 +55,31 @@ def test_an_acyclic_package_has_no_cycle(tmp_path: Path) -> None:
     graph = graph_mod.build_graph(root, "pkg")
     assert graph.edges == (("pkg.a", "pkg.b"),)
     assert graph.cycles() == []
+
+
+def test_evalarc_has_no_cycle_and_no_upward_arrow() -> None:
+    graph_mod = _load()
+    root = _SCRIPT.parents[1] / "evalarc"
+    graph = graph_mod.build_graph(root, "evalarc")
+    assert graph.cycles() == []
+    assert graph_mod.upward_arrows(graph) == []
+    # Every module sits in a layer: a new top-level module must be placed in LAYERS.
+    assert all(graph_mod.layer_of(module) is not None for module in graph.modules)
+
+
+def test_an_upward_arrow_is_found(tmp_path: Path) -> None:
+    graph_mod = _load()
+    root = _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "pages/__init__.py": "",
+            "pages/x.py": "def f():\n    from evalarc.reports import y\n",
+            "reports/__init__.py": "",
+            "reports/y.py": "import evalarc.pages.x\n",
+        },
+    )
+    graph = graph_mod.build_graph(root, "evalarc")
+    upward = graph_mod.upward_arrows(graph)
+    assert ("evalarc.pages.x", "evalarc.reports.y") in upward
+    assert {importer for importer, _ in upward} == {"evalarc.pages.x"}

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from evalarc.cli import main
-from evalarc.diff_report import DiffRequest, run_diff
 from evalarc.formats import load_results
-from evalarc.junit_output import GATES_CLASSNAME, gate_cases, xml_safe
+from evalarc.reports.diff import DiffRequest, run_diff
+from evalarc.reports.diff_junit import GATES_CLASSNAME, gate_cases, xml_safe
 from evalarc.review.diff import BLOCKING_KINDS, DiffOptions
 
 REPO = Path(__file__).resolve().parents[1]

@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
-from evalarc.audit_command import AuditOptions, run_audit
 from evalarc.ray_executor import LOST, REJECTED
+from evalarc.reports.audit import AuditOptions, run_audit
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.ray]
 

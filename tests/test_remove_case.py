@@ -1,4 +1,4 @@
-"""The audit's "remove this case" view (evalarc/site/remove_case.py).
+"""The audit's "remove this case" view (evalarc/pages/remove_case.py).
 
 It is computed by ``compute_audit`` over the recorded per-case outcomes; here it is checked
 against audits that actually re-ran the controls without the case (``--without-case``, replayed
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-import evalarc.site.remove_case as remove_case
-from evalarc.audit_command import AuditOptions, run_audit
-from evalarc.site.audit_page import build_audit_page, render_audit_page
-from evalarc.site.remove_case import build_remove_case_view, case_ids, recompute_without
+import evalarc.pages.remove_case as remove_case
+from evalarc.pages.audit import build_audit_page, render_audit_page
+from evalarc.pages.remove_case import build_remove_case_view, case_ids, recompute_without
+from evalarc.reports.audit import AuditOptions, run_audit
 
 SUPPORT_CASES = ["route-open-ticket", "close-resolved-ticket", "retry-before-commit",
                  "retry-after-commit"]

@@ -18,8 +18,8 @@ import zstandard
 
 from evalarc.canonical import sha256_bytes
 from evalarc.errors import InputError
-from evalarc.evaluate_command import EvaluateOptions, run_evaluate
 from evalarc.packs import materialize_workspace
+from evalarc.reports.evaluation import EvaluateOptions, run_evaluate
 from evalarc.runtime.protocol import Transcript
 from evalarc.runtime.recording import RecordingIndex, RunKey, load_index, save_index
 from evalarc.runtime.replay import (

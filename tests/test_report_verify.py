@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,6 +61,11 @@ def verify_json(cli: Cli, path: Path, *extra: str) -> tuple[int, dict[str, objec
 
 def test_folder_layout_and_untampered_verification(cli: Cli, diff_folder: Path) -> None:
     names = sorted(p.relative_to(diff_folder).as_posix() for p in diff_folder.rglob("*"))
+    # The page's case views ride in content-addressed chunk files beside it, as on a site.
+    chunks = [name for name in names if name.split("/")[0] == "case-views"]
+    assert chunks[0] == "case-views" and len(chunks) >= 2
+    assert all(re.fullmatch(r"case-views/[0-9a-f]{64}\.js", name) for name in chunks[1:])
+    names = [name for name in names if name not in chunks]
     assert names == [
         "baseline.json",
         "current.eval",
@@ -237,3 +243,43 @@ def test_lone_surrogate_case_id_is_printed_written_and_verified(
     assert result.exit_code == 1, result.output
     assert json.loads(result.stdout)["counts"]["added"] == 2
     assert cli("verify", out).exit_code == 0
+
+
+def test_junit_copies_are_kept_as_text_and_an_xml_file_is_refused(
+    cli: Cli, corpus: Path, tmp_path: Path
+) -> None:
+    # A static host serves .xml as an XML document, whose XHTML-namespace <script> runs: a
+    # published JUnit copy must be served as text, and a folder holding an .xml is refused.
+    out = tmp_path / "junit-diff"
+    junit = corpus / "junit" / "pytest"
+    result = cli("diff", junit / "baseline.xml", junit / "current.xml", "--output", out)
+    assert result.exit_code in (0, 1), result.output
+    names = sorted(p.name for p in out.iterdir() if p.is_file())
+    assert "baseline.xml.txt" in names and "current.xml.txt" in names
+    assert not any(name.endswith(".xml") for name in names)
+    assert verify_json(cli, out)[0] == 0
+    (out / "current.xml.txt").rename(out / "current.xml")
+    params = json.loads((out / "params.json").read_text(encoding="utf-8"))
+    params["inputs"][1]["file"] = "current.xml"
+    (out / "params.json").write_text(json.dumps(params), encoding="utf-8")
+    code, verdict = verify_json(cli, out)
+    assert code == 2
+    assert "current.xml is an active document" in str(verdict["error"])
+
+
+def test_a_candidate_with_an_active_document_is_refused_before_any_case_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    from evalarc.resources import bundled_dir
+
+    candidate = tmp_path / "candidate"
+    shutil.copytree(bundled_dir("packs") / "durable-kv" / "reference" / "python", candidate)
+    (candidate / "notes.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'/>")
+    out = tmp_path / "evaluation"
+    result = cli(
+        "evaluate", candidate, "--backend", "local", "--trust-local", "--output", out,
+        "--seeds", "1",
+    )
+    assert result.exit_code == 2
+    assert "notes.svg is a document a browser would run script in" in result.output
+    assert not out.exists()

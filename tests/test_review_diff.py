@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from evalarc.errors import IncomparableError, InputError, UsageError
+from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import Attempt, Headline, Material, Run, SampleMeta, Source
+from evalarc.formats.split import CaseSplit
 from evalarc.review.diff import (
     BLOCKING_KINDS,
     DIFF_SCHEMA,
@@ -20,8 +22,6 @@ from evalarc.review.diff import (
     tally,
     within_sampling_noise,
 )
-from evalarc.review.leakage import HarnessFile
-from evalarc.review.split import CaseSplit
 from evalarc.review.stats import WILSON_Z, intervals_overlap, wilson_interval
 
 CREATED = "2026-01-01T00:00:00Z"

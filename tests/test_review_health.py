@@ -20,7 +20,10 @@ import pytest
 
 from evalarc.errors import IncomparableError, InputError, UsageError
 from evalarc.formats import load_results
+from evalarc.formats.manifest import MAX_MANIFEST_BYTES, CaseManifest, load_manifest, parse_manifest
 from evalarc.formats.model import Attempt, Run, SampleMeta, Source
+from evalarc.pages.health import build_health_page, render_health_page
+from evalarc.reports.health_text import markdown_summary, terminal_lines
 from evalarc.review.health import (
     FINDING_IDS,
     HEALTH_SCHEMA,
@@ -31,15 +34,7 @@ from evalarc.review.health import (
     compute_health,
     resolvable_change,
 )
-from evalarc.review.health_text import markdown_summary, terminal_lines
-from evalarc.review.manifest import (
-    MAX_MANIFEST_BYTES,
-    CaseManifest,
-    assign_rules,
-    load_manifest,
-    parse_manifest,
-)
-from evalarc.site.health_page import build_health_page, render_health_page
+from evalarc.review.manifest import assign_rules
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
 INSPECT = EXAMPLES / "inspect"

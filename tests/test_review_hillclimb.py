@@ -13,14 +13,14 @@ import pytest
 
 from evalarc.errors import IncomparableError, UsageError
 from evalarc.formats import Run, load_results
+from evalarc.formats.harness import collect_harness
+from evalarc.formats.split import CaseSplit, load_split
 from evalarc.review.hillclimb import (
     HillclimbOptions,
     compute_hillclimb,
     decide,
     recommend,
 )
-from evalarc.review.leakage import collect_harness
-from evalarc.review.split import CaseSplit, load_split
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "hillclimb-review"
 RESULTS = sorted((EXAMPLE / "results").glob("0*.json"))

@@ -11,21 +11,11 @@ import pytest
 
 from evalarc.canonical import sha256_bytes
 from evalarc.errors import InputError, UsageError
+from evalarc.formats.harness import HarnessFile, collect_harness
 from evalarc.formats.model import Attempt, Material, Run, Source
-from evalarc.review.leakage import (
-    MAX_HITS,
-    HarnessFile,
-    collect_harness,
-    normalize_text,
-    scan_leakage,
-)
-from evalarc.review.split import (
-    EXPLANATIONS,
-    CaseSplit,
-    load_split,
-    partition,
-    review_generalization,
-)
+from evalarc.formats.split import CaseSplit, load_split
+from evalarc.review.leakage import MAX_HITS, normalize_text, scan_leakage
+from evalarc.review.split import EXPLANATIONS, partition, review_generalization
 
 _CODES = {"C": True, "I": False, None: None}
 

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from evalarc.site.build import DIFF_HTML_ROWS, build_site
+from evalarc.pages.diff import HTML_ROWS as DIFF_HTML_ROWS
+from evalarc.site.build import build_site
 
 pytestmark = pytest.mark.browser
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -23,16 +24,16 @@ from typing import TYPE_CHECKING
 import pytest
 
 from evalarc.canonical import sha256_bytes
+from evalarc.pages.case_views import CHUNK_DIR, CHUNK_NAME
+from evalarc.pages.diff import table_island
+from evalarc.reports.registry import KINDS, kind_named
 from evalarc.site.build import (
     BUNDLE_MANIFEST,
-    PAGE_KINDS,
     SITE_MANIFEST,
     SITE_SCHEMA,
     build_site,
 )
-from evalarc.site.case_page import CHUNK_DIR, CHUNK_NAME
 from evalarc.site.check import check_html, check_site
-from evalarc.site.diff_page import table_island
 from evalarc.site.serve import SiteServer
 from evalarc.verify import verify_report_folder
 
@@ -142,7 +143,8 @@ def test_index_lists_every_report_with_its_recomputed_verdict(reports: Path, sit
     for (cells, href), folder in zip(rows, folders, strict=True):
         verdict = verify_report_folder(folder)
         assert cells[0] == ("✓ pass" if verdict["passed"] else "✗ fail"), folder.name
-        assert cells[2] == PAGE_KINDS[verdict["kind"]].label
+        kind = kind_named(verdict["kind"])
+        assert kind is not None and cells[2] == kind.label
         assert href == f"reports/{folder.name}/index.html"
         assert (site / href).is_file()
     summaries = {cells[1]: cells[3] for cells, _ in rows}
@@ -176,8 +178,11 @@ def test_each_bundle_is_a_byte_copy_with_a_sha256_manifest(reports: Path, site: 
         }
         rendered = {name for name in on_disk if name.startswith(f"{CHUNK_DIR}/")}
         assert all(CHUNK_NAME.fullmatch(name) for name in rendered)
-        # Every input, recording and param file travels along; beside them only case views.
-        assert originals == on_disk - rendered
+        # Every input, recording and param file travels along; beside them only case views,
+        # which are the report folder's own chunks: its page and the site's are one rendering.
+        own_chunks = {name for name in originals if name.startswith(f"{CHUNK_DIR}/")}
+        assert own_chunks == rendered
+        assert originals - own_chunks == on_disk - rendered
         for name, record in recorded["files"].items():
             data = (bundle / name).read_bytes()
             assert record == {"sha256": sha256_bytes(data), "bytes": len(data)}
@@ -226,13 +231,15 @@ def test_same_inputs_give_byte_identical_sites(
     assert differing == ["index.html", "manifest.json"]
 
 
-def test_page_kinds_cover_every_verifiable_report_kind() -> None:
-    from evalarc.verify import _kinds
-
-    kinds = _kinds()
-    assert set(kinds) <= set(PAGE_KINDS)
-    for name, kind in kinds.items():
-        assert PAGE_KINDS[name].report_file == kind.report_file
+def test_one_registry_names_each_kind_once_with_its_own_files() -> None:
+    names = [kind.name for kind in KINDS]
+    assert len(names) == len(set(names))
+    assert len({kind.report_file for kind in KINDS}) == len(KINDS)
+    assert len({kind.schema for kind in KINDS}) == len(KINDS)
+    for kind in KINDS:
+        assert kind_named(kind.name) is kind
+        assert re.fullmatch(r"evalarc\.[a-z-]+\.v[0-9]+", kind.schema), kind.schema
+    assert kind_named("no-such-kind") is None
 
 
 def test_cli_builds_and_reports(cli: Cli, reports: Path, tmp_path: Path) -> None:
@@ -275,7 +282,7 @@ def test_refuses_bad_report_folders_and_writes_nothing(
     shutil.copytree(reports / "junit-diff", folder)
     expected = {
         "report": "diff.json differs from the recomputed diff report",
-        "input": "current.xml differs from the input the report recorded",
+        "input": "current.xml.txt differs from the input the report recorded",
         "symlink": f"{folder}/link is a symlink; symlinks are refused",
         "kind": "params.json names an unknown report kind 'mystery'",
         "nothing": "holds no report folder",
@@ -285,7 +292,7 @@ def test_refuses_bad_report_folders_and_writes_nothing(
         report["blocking_changes"] = 0
         (folder / "diff.json").write_text(json.dumps(report))
     elif damage == "input":
-        (folder / "current.xml").write_bytes((folder / "current.xml").read_bytes() + b" ")
+        (folder / "current.xml.txt").write_bytes((folder / "current.xml.txt").read_bytes() + b" ")
     elif damage == "symlink":
         (folder / "link").symlink_to(folder / "diff.json")
     elif damage == "kind":

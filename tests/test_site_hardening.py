@@ -221,9 +221,9 @@ def test_a_hard_link_in_a_report_folder_is_never_copied_into_a_site(
 
 
 def test_a_hard_link_inside_a_site_is_refused(site: Path, tmp_path: Path) -> None:
-    target = site / "reports/junit-diff/baseline.xml"
+    target = site / "reports/junit-diff/baseline.xml.txt"
     os.link(target, tmp_path / "outside")
-    refused(site, "reports/junit-diff/baseline.xml is a hard link")
+    refused(site, "reports/junit-diff/baseline.xml.txt is a hard link")
 
 
 def test_a_fifo_in_a_site_is_refused(site: Path) -> None:
@@ -345,7 +345,7 @@ def test_verify_json_lists_each_file_with_its_role(site: Path) -> None:
     assert result.exit_code == 0, result.output
     files = json.loads(result.stdout)["files"]
     roles = {name: row["role"] for name, row in files.items()}
-    assert roles["reports/junit-diff/baseline.xml"] == "preserved"
+    assert roles["reports/junit-diff/baseline.xml.txt"] == "preserved"
     assert roles["reports/junit-diff/summary.md"] == "regenerated"
     assert roles["reports/junit-diff/index.html"] == "regenerated"
     assert roles["reports/health/cases.jsonl"] == "regenerated"
@@ -429,7 +429,7 @@ def test_serve_sends_policies_types_and_plain_400s(reports: Path) -> None:
         assert policy.startswith("default-src 'none'") and "sandbox" not in policy
         assert policy.encode() in body.replace(b"&#39;", b"'")  # the page's own policy
 
-        status, headers, _ = _request(port, "/reports/junit-diff/baseline.xml")
+        status, headers, _ = _request(port, "/reports/junit-diff/baseline.xml.txt")
         assert status == 200 and headers["Content-Type"] == "text/plain; charset=utf-8"
         assert headers["Content-Security-Policy"] == "default-src 'none'; sandbox"
         status, headers, _ = _request(port, "/reports/junit-diff/diff.json")

@@ -19,16 +19,17 @@ from types import ModuleType
 
 import pytest
 
-from evalarc.site.build import PAGE_KINDS, build_site
+from evalarc.reports.registry import KINDS, kind_named
+from evalarc.site.build import build_site
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE_MODULES = {
-    "diff": "evalarc.site.diff_page",
-    "eval-health": "evalarc.site.health_page",
-    "hillclimb-review": "evalarc.site.hillclimb_page",
-    "evaluation": "evalarc.site.evaluation_page",
-    "audit": "evalarc.site.audit_page",
-    "trajectory": "evalarc.site.trajectory_page",
+    "diff": "evalarc.pages.diff",
+    "eval-health": "evalarc.pages.health",
+    "hillclimb-review": "evalarc.pages.hillclimb",
+    "evaluation": "evalarc.pages.evaluation",
+    "audit": "evalarc.pages.audit",
+    "trajectory": "evalarc.pages.trajectory",
 }
 
 
@@ -82,7 +83,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_every_report_kind_is_built(site: Path) -> None:
     manifest = json.loads((site / "manifest.json").read_text())
-    assert {entry["kind"] for entry in manifest["reports"]} == set(PAGE_MODULES) == set(PAGE_KINDS)
+    built = {entry["kind"] for entry in manifest["reports"]}
+    assert built == set(PAGE_MODULES) == {kind.name for kind in KINDS}
 
 
 def test_every_top_level_key_has_a_place_on_its_page(site: Path) -> None:
@@ -93,7 +95,7 @@ def test_every_top_level_key_has_a_place_on_its_page(site: Path) -> None:
         kind = entry["kind"]
         module = importlib.import_module(PAGE_MODULES[kind])
         sections: dict[str, str] = module.REPORT_SECTIONS
-        report = json.loads((bundle / PAGE_KINDS[kind].report_file).read_text())
+        report = json.loads((bundle / kind_named(kind).report_file).read_text())
         ids = page_ids((bundle / "index.html").read_text(encoding="utf-8"))
         for key in report:
             if key in sections:

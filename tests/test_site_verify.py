@@ -162,7 +162,11 @@ def test_edited_doc_source_and_page(site: Path) -> None:
 @pytest.mark.parametrize(
     ("bundle", "name", "recomputed"),
     [
-        ("junit-diff", "current.xml", "current.xml differs from the input the report recorded"),
+        (
+            "junit-diff",
+            "current.xml.txt",
+            "current.xml.txt differs from the input the report recorded",
+        ),
         ("inspect-diff", "baseline.eval", "baseline.eval differs from the input"),
         ("inspect-diff", "split.json", "diff.json differs from the recomputed diff report"),
         ("health", "inputs/06.json", "inputs/06.json differs from the input"),
@@ -262,7 +266,7 @@ def test_added_file_listed_in_the_site_manifest(site: Path) -> None:
 
 
 def test_added_symlink(site: Path) -> None:
-    (site / "reports/junit-diff/link.xml").symlink_to(site / "reports/junit-diff/current.xml")
+    (site / "reports/junit-diff/link.xml").symlink_to(site / "reports/junit-diff/current.xml.txt")
     refused(site, "link.xml is a symlink")
 
 

@@ -250,7 +250,7 @@ def test_the_corpus_reaches_every_page_kind(hostile_site: Path) -> None:
 
 
 def test_case_view_chunks_carry_every_hostile_field_as_escaped_data(hostile_site: Path) -> None:
-    from evalarc.site.case_page import parse_chunk
+    from evalarc.pages.case_views import parse_chunk
 
     texts: dict[str, str] = {}
     for kind in ("inspect-diff", "promptfoo-diff", "junit-diff"):

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from evalarc.audit_command import AuditOptions, run_audit
-from evalarc.evaluate_command import EvaluateOptions, run_evaluate
 from evalarc.packs import materialize_workspace
+from evalarc.reports.audit import AuditOptions, run_audit
+from evalarc.reports.evaluation import EvaluateOptions, run_evaluate
 from evalarc.site.build import build_site
 
 pytestmark = pytest.mark.browser

@@ -1,4 +1,4 @@
-"""Trace replay page models (evalarc/site/trace_page.py) built from real replayed evaluations.
+"""Trace replay page models (evalarc/pages/trace.py) built from real replayed evaluations.
 
 The evaluations are replays of the bundled Docker recordings (no Docker needed): the support
 demo regression (new-key-on-retry) and the reference, the durable-kv commit-on-exit fault and a
@@ -10,29 +10,30 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evalarc import packs
 from evalarc.bundle import EvidenceFolder
-from evalarc.evaluate_command import EvaluateOptions, run_evaluate
-from evalarc.packs import materialize_workspace
-from evalarc.site.evaluation_page import build_evaluation_page, recording_reader
-from evalarc.site.render import render_page
-from evalarc.site.trace_page import (
-    PackRules,
-    RobotReview,
-    SupportEpisode,
+from evalarc.errors import InputError
+from evalarc.packs import EpisodeLabels, PackTraceView, materialize_workspace, pack_trace_view
+from evalarc.pages.evaluation import build_evaluation_page, recording_reader
+from evalarc.pages.render import render_page
+from evalarc.pages.trace import (
+    Episode,
+    ReportReview,
     TranscriptView,
-    build_robot_review,
-    build_support_episode,
+    build_episode,
+    build_report_review,
     build_trace,
     build_transcript,
-    pack_rules,
     parse_events,
 )
+from evalarc.reports.evaluation import EvaluateOptions, run_evaluate
 
 
 def replay_evaluation(root: Path, task: str, fault: str | None) -> Path:
@@ -75,8 +76,12 @@ def events_of(folder: Path, case: dict[str, Any]) -> list[dict[str, Any]]:
     return events
 
 
-def episode(case: dict[str, Any]) -> SupportEpisode:
-    built = build_support_episode(case, "case-x")
+SUPPORT_LABELS = pack_trace_view("support-routing").episode
+assert SUPPORT_LABELS is not None
+
+
+def episode(case: dict[str, Any]) -> Episode:
+    built = build_episode(case, "case-x", SUPPORT_LABELS)
     assert built is not None
     return built
 
@@ -100,7 +105,7 @@ def test_new_key_on_retry_shows_the_committed_failure_and_the_duplicate_write(
     assert failed.error_source.startswith("Injected by the scenario")
     assert failed.idempotency_key == "review"
     assert "committed before the failure" in failed.change_note
-    assert [(c.ticket, c.field, c.detail) for c in failed.changes] == [
+    assert [(c.subject, c.field, c.detail) for c in failed.changes] == [
         ("T-cd68615c", "notes", "+1 appended: Reviewed request T-cd68615c.")]
     retry = view.steps[3]
     assert retry.idempotency_key == "review-retry"
@@ -112,10 +117,10 @@ def test_new_key_on_retry_shows_the_committed_failure_and_the_duplicate_write(
     finish = view.steps[5]
     assert (finish.kind, finish.not_scored, finish.message) == ("finish", True, "none")
     assert not any(step.not_scored for step in view.steps[:5])
-    changed = {(row.ticket, row.field) for row in view.state if row.changed}
+    changed = {(row.subject, row.field) for row in view.state if row.changed}
     assert changed == {("T-cd68615c", "queue"), ("T-cd68615c", "status"),
                        ("T-cd68615c", "notes")}
-    assert {row.ticket for row in view.state} == {"T-cd68615c", "U-51436d1f"}
+    assert {row.subject for row in view.state} == {"T-cd68615c", "U-51436d1f"}
 
 
 def test_the_reference_retries_with_the_same_key_and_the_service_replays(
@@ -178,8 +183,8 @@ def test_validation_errors_protocol_faults_and_finish_messages() -> None:
 
 
 def test_a_record_without_a_trace_has_no_episode() -> None:
-    assert build_support_episode({"case_id": "x", "trace": []}, "a") is None
-    assert build_support_episode({"case_id": "x"}, "a") is None
+    assert build_episode({"case_id": "x", "trace": []}, "a", SUPPORT_LABELS) is None
+    assert build_episode({"case_id": "x"}, "a", SUPPORT_LABELS) is None
     odd = episode(_support_case([{"type": "tool_call", "action": "not an object"}]))
     assert (odd.steps[0].kind, odd.steps[0].tone) == ("tool_call", "bad")
 
@@ -191,7 +196,7 @@ def test_durable_kv_transcript_shows_processes_restarts_kills_and_the_first_mism
         evaluations: dict[str, Path]) -> None:
     folder = evaluations["commit-on-exit"]
     case = case_of(folder, "sigkill-after-delete")
-    view = build_transcript(case, events_of(folder, case), "case-14", pack_rules("durable-kv"))
+    view = build_transcript(case, events_of(folder, case), "case-14", pack_trace_view("durable-kv"))
     assert view is not None
     assert [run.title for run in view.processes] == [
         "Process 1", "Process 2 · restart after EOF", "Process 3 · restart after a kill"]
@@ -221,7 +226,8 @@ def test_an_oracle_that_disagrees_with_the_grader_is_not_shown(
     def wrong(state: dict[str, Any], request: Any) -> Any:
         return {"ok": "something else entirely, not what the grader said"}
 
-    view = build_transcript(case, events_of(folder, case), "a", PackRules(expected_response=wrong))
+    view = build_transcript(case, events_of(folder, case), "a",
+                            PackTraceView(expected_response=wrong))
     assert view is not None and view.mismatch is not None
     assert view.mismatch.expected == ""
     assert view.mismatch.message == case["error"]
@@ -272,8 +278,8 @@ def test_robot_fields_against_expected_values_and_tolerances(
         evaluations: dict[str, Path]) -> None:
     folder = evaluations["assume-meters"]
     case = next(case for case in load(folder)["cases"] if case["status"] == "failed")
-    view = build_robot_review(case, "a", pack_rules("robot-evidence-review"))
-    assert isinstance(view, RobotReview)
+    view = build_report_review(case, "a", pack_trace_view("robot-evidence-review"))
+    assert isinstance(view, ReportReview)
     fields = {item.name: item for item in view.fields}
     assert list(fields) == list(case["expected"])
     failed = {name for name, item in fields.items() if item.verdict == "does not match"}
@@ -296,7 +302,7 @@ def test_robot_envelope_key_and_environment_problems() -> None:
     expected = {"frame": 3, "time_seconds": 0.1, "missing_frames": []}
     envelope = {"status": "failed", "problems": ["envelope"], "expected": expected,
                 "trace": [{"request": {}, "response": {"ok": False}}], "checks": {}}
-    view = build_robot_review(envelope, "a")
+    view = build_report_review(envelope, "a")
     assert view is not None
     assert {item.verdict for item in view.fields} == {"does not match"}
     assert {item.actual for item in view.fields} == {"(missing)"}
@@ -306,7 +312,7 @@ def test_robot_envelope_key_and_environment_problems() -> None:
             "trace": [{"request": {}, "response": {
                 "ok": True, "extra": 1,
                 "report": {"frame": 3, "time_seconds": 0.1, "bonus": True}}}]}
-    view = build_robot_review(keys, "a")
+    view = build_report_review(keys, "a")
     assert view is not None
     assert view.notes == ["Report keys not in the contract: bonus.",
                           "Report keys missing: missing_frames.",
@@ -315,34 +321,127 @@ def test_robot_envelope_key_and_environment_problems() -> None:
     assert view.fields[2].actual == "(missing)"
     unassessed = {"status": "environment_error", "problems": [], "expected": expected,
                   "trace": [], "error": "Docker could not start"}
-    view = build_robot_review(unassessed, "a")
+    view = build_report_review(unassessed, "a")
     assert view is not None
     assert {item.verdict for item in view.fields} == {"unassessed"}
     assert view.summary == "3 report fields, none assessed."
-    assert build_robot_review({"status": "failed"}, "a") is None
+    assert build_report_review({"status": "failed"}, "a") is None
 
 
 def test_huge_and_non_finite_numbers_do_not_break_the_difference() -> None:
     case = {"status": "failed", "problems": ["time_seconds"], "expected": {"time_seconds": 0.5},
             "trace": [{"response": {"ok": True, "report": {"time_seconds": 10**400}}}]}
-    view = build_robot_review(case, "a")
+    view = build_report_review(case, "a")
     assert view is not None and view.fields[0].difference == "not finite"
 
 
 # --------------------------------------------------------------------------- on the page
 
 
-def test_dispatch_by_task() -> None:
-    support = build_trace("support-routing", _support_case(
+def test_each_pack_declares_its_view_and_the_view_is_built_from_the_declaration() -> None:
+    support = build_trace(pack_trace_view("support-routing"), _support_case(
         [{"type": "finish", "action": {"finish": True}}]), None, "a")
-    assert isinstance(support, SupportEpisode)
-    robot = build_trace("robot-evidence-review", {"expected": {"frame": 1}, "trace": []}, None,
-                        "a")
-    assert isinstance(robot, RobotReview)
+    assert isinstance(support, Episode)
+    assert (support.subject_label, support.scored_state) == ("Ticket", "the final ticket state")
+    robot = build_trace(pack_trace_view("robot-evidence-review"),
+                        {"expected": {"frame": 1}, "trace": []}, None, "a")
+    assert isinstance(robot, ReportReview)
+    assert robot.fields[0].dimension == "protocol"
+    durable = pack_trace_view("durable-kv")
+    assert durable.view == "transcript" and callable(durable.expected_response)
     events = [{"event": "send", "session": 0, "t": 0, "line": "{}"}]
-    other = build_trace("some-other-pack", {"status": "passed"}, events, "a")
+    other = build_trace(pack_trace_view("some-other-pack"), {"status": "passed"}, events, "a")
     assert isinstance(other, TranscriptView)
     assert other.processes[0].exchanges[0].outcome == "recorded"
+
+
+def test_an_episode_uses_the_words_its_pack_declares() -> None:
+    labels = EpisodeLabels("order_id", "Order", "token", "the final order book")
+    trace = [
+        {"type": "tool_call", "status": "tool_error", "error_source": "injected",
+         "action": {"tool": "ship", "arguments": {"order_id": "O-1", "token": "a"}},
+         "result": {"ok": False, "error": {"code": "busy", "retryable": True}}},
+        {"type": "tool_call", "status": "ok",
+         "action": {"tool": "ship", "arguments": {"order_id": "O-1", "token": "a"}},
+         "result": {"ok": True}},
+        {"type": "finish", "action": {"finish": True}},
+    ]
+    view = build_episode({"trace": trace, "checks": {}}, "a", labels)
+    assert view is not None
+    assert view.steps[0].title == "ship · O-1"
+    assert [fact.label for fact in view.steps[0].arguments] == [
+        "order_id", "token (idempotency key)"]
+    assert view.steps[1].retry.startswith('Retry of step 1 with the same idempotency key "a"')
+    page = render_page("_trace.html.j2", title="t", trace=view)
+    assert "<th>Order</th>" in page and "the verifier reads only the final order book." in page
+    assert "Ticket" not in page and "ticket" not in page
+
+
+def test_no_page_or_site_module_names_a_pack() -> None:
+    root = Path(__file__).resolve().parents[1]
+    names = [folder.name for folder in (root / "packs").iterdir()
+             if (folder / "pack.toml").is_file()]
+    assert len(names) == 3
+    sources = [*(root / "evalarc" / "pages").glob("*.py"),
+               *(root / "evalarc" / "site").glob("*.py"),
+               *(root / "site_templates").glob("*.j2")]
+    for module in sources:
+        text = module.read_text("utf-8")
+        for pack in names:
+            assert pack not in text and pack.replace("-", "_") not in text, (module.name, pack)
+
+
+@pytest.fixture()
+def pack_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A copy of the bundled support-routing pack in a packs folder of its own."""
+    bundled = packs.packs_root()
+    shutil.copytree(bundled / "support-routing", tmp_path / "support-routing",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(packs, "packs_root", lambda: tmp_path)
+    packs.load_pack.cache_clear()
+    pack_trace_view.cache_clear()
+    yield tmp_path
+    packs.load_pack.cache_clear()
+    pack_trace_view.cache_clear()
+
+
+def test_the_views_file_is_outside_the_grader_fingerprint(pack_root: Path) -> None:
+    before = packs.grader_sha256(packs.load_pack("support-routing"))
+    views = pack_root / "support-routing" / "views.toml"
+    views.write_text(views.read_text("utf-8").replace('"Ticket"', '"Case"'), "utf-8")
+    packs.load_pack.cache_clear()
+    pack_trace_view.cache_clear()
+    assert packs.grader_sha256(packs.load_pack("support-routing")) == before
+    labels = pack_trace_view("support-routing").episode
+    assert labels is not None and labels.subject_label == "Case"
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("schema_version = 'evalarc.pack-views.v9'\n[trace]\nview = 'episode'\n",
+     "newer than the evalarc.pack-views.v1"),
+    ("schema_version = 'evalarc.pack-views.v1'\n[trace]\nview = 'slideshow'\n",
+     "trace.view must be one of transcript, episode, report-fields"),
+    ("schema_version = 'evalarc.pack-views.v1'\n[trace]\nview = 'transcript'\noracle = 'nope'\n",
+     "the grader has no nope"),
+    ("schema_version = 'evalarc.pack-views.v1'\n[trace]\nview = 'transcript'\n"
+     "oracle = 'MAX_ACTIONS'\n", "the grader's MAX_ACTIONS is not a function"),
+    ("schema_version = 'evalarc.pack-views.v1'\n[trace]\nview = 'transcript'\n"
+     "subject_label = 'x'\n", "trace.subject_label does not apply to a transcript view"),
+    ("schema_version = 'evalarc.pack-views.v1'\n[trace]\nview = 'episode'\n",
+     "trace.subject_argument must be present"),
+    ("schema_version = 'evalarc.pack-views.v1'\n[trace\n", "cannot read pack views"),
+])
+def test_a_broken_views_file_is_refused_naming_it(pack_root: Path, text: str, problem: str) -> None:
+    views = pack_root / "support-routing" / "views.toml"
+    views.write_text(text, "utf-8")
+    with pytest.raises(InputError) as caught:
+        pack_trace_view("support-routing")
+    assert str(views) in caught.value.message and problem in caught.value.message
+
+
+def test_a_pack_without_a_views_file_shows_its_recordings(pack_root: Path) -> None:
+    (pack_root / "support-routing" / "views.toml").unlink()
+    assert pack_trace_view("support-routing") == PackTraceView()
 
 
 def test_the_evaluation_page_opens_failing_traced_cases_and_reads_recordings(

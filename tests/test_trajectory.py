@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from evalarc.errors import EvalArcError, IncomparableError, InputError, UsageError
-from evalarc.evaluate_command import EvaluateOptions, run_evaluate
 from evalarc.formats.model import Source
 from evalarc.packs import load_pack, materialize_workspace
+from evalarc.reports.evaluation import EvaluateOptions, run_evaluate
 from evalarc.review.trajectory import (
     CLOCK_SOURCE,
     INTERPRETATION,

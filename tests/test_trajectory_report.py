@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import Result
 
-from evalarc.site.trajectory_page import build_chart, build_trajectory_page, step_vertices
+from evalarc.pages.trajectory import build_chart, build_trajectory_page, step_vertices
 
 if TYPE_CHECKING:
     from conftest import Cli

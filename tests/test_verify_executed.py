@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from evalarc.audit_command import AuditOptions, run_audit
-from evalarc.evaluate_command import EvaluateOptions, run_evaluate
-from evalarc.executed_report import SCOPE, audit_summary, evaluation_summary
 from evalarc.packs import materialize_workspace
+from evalarc.reports.audit import AuditOptions, audit_summary, run_audit
+from evalarc.reports.evaluation import EvaluateOptions, evaluation_summary, run_evaluate
+from evalarc.reports.replayed import SCOPE
 from evalarc.runtime.recording import load_index
 
 if TYPE_CHECKING:

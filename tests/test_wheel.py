@@ -37,6 +37,9 @@ def test_installed_wheel_renders_a_report(tmp_path: Path, corpus: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "evalarc/_bundled/site_templates/diff.html.j2" in names
     assert "evalarc/_bundled/assets/evalarc.css" in names
+    assert "evalarc/_bundled/site_templates/_blocks.html.j2" in names
+    for pack in ("durable-kv", "robot-evidence-review", "support-routing"):
+        assert f"evalarc/_bundled/packs/{pack}/views.toml" in names
 
     target = tmp_path / "site-packages"
     subprocess.run(
@@ -79,6 +82,15 @@ def test_installed_wheel_renders_a_report(tmp_path: Path, corpus: Path) -> None:
         text=True,
     )
     assert completed.returncode == 1, completed.stderr
+    # The packs' trace views are read from the wheel's own copy of packs/.
+    views = subprocess.run(
+        [sys.executable, "-c",
+         "from evalarc.packs import pack_trace_view as v; "
+         "print(v('support-routing').view, v('robot-evidence-review').view, "
+         "v('durable-kv').view)"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
+    )
+    assert views.stdout.split() == ["episode", "report-fields", "transcript"]
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "Content-Security-Policy" in page
     assert "tests.test_calc::test_sub" in page

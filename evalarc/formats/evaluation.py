@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalarc import schemas
 from evalarc.canonical import canonical_json, strict_loads
 from evalarc.errors import InputError
 from evalarc.formats.model import Attempt, Headline, Run, SampleMeta, Source, cut_evidence
 
-SCHEMA = "evalarc.evaluation.v2"
+SCHEMA = schemas.EVALUATION
 SCHEMA_PREFIX = "evalarc.evaluation."
 REPORT_FILE = "evaluation.json"
 COMPARABLE_FIELDS: tuple[str, ...] = (

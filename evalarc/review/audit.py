@@ -25,7 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-AUDIT_SCHEMA = "evalarc.audit.v2"
+from evalarc import schemas
+
+AUDIT_SCHEMA = schemas.AUDIT
 REFERENCE_CONTROL = "reference"
 """The control name of the positive control (events, folder names)."""
 
@@ -160,20 +162,3 @@ def reference_status(audit: Mapping[str, Any]) -> str:
     if audit["reference"]["valid"] is not True:
         return "UNASSESSED"
     return "PASS" if audit["reference_passed"] else "FAIL"
-
-
-def summary_lines(audit: Mapping[str, Any]) -> list[str]:
-    """The two stdout lines of ``evalarc audit`` (the report path follows them)."""
-    first = (
-        f"Audit: {audit_status(audit)} | Reference: {reference_status(audit)} | "
-        f"Negative controls detected: {audit['killed']}/{audit['total']}"
-    )
-    detection = audit["detection"]
-    weakest = detection["weakest_margin"]
-    second = f"Weakest detection margin: {'unavailable' if weakest is None else weakest} case(s)"
-    single = detection["single_case_detections"]
-    if single:
-        second += (
-            f" | Detected by a single case: {len(single)}/{audit['total']} ({', '.join(single)})"
-        )
-    return [first, second]

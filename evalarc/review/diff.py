@@ -14,16 +14,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalarc import schemas
 from evalarc.errors import IncomparableError, InputError, UsageError
+from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import Attempt, Run
 from evalarc.formats.promptfoo import align_matrix, matrix_sides
+from evalarc.formats.split import CaseSplit
 from evalarc.review.cluster import change_groups
-from evalarc.review.leakage import MIN_LEAK_CHARS, HarnessFile, scan_leakage
-from evalarc.review.split import CaseSplit, review_generalization
+from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
+from evalarc.review.split import review_generalization
 from evalarc.review.stats import intervals_overlap, rounded_interval, wilson_interval
 from evalarc.review.usage import COST_METRIC_CHOICES, compare_usage, cost_gate
 
-DIFF_SCHEMA = "evalarc.results-diff.v1"
+DIFF_SCHEMA = schemas.RESULTS_DIFF
 
 BLOCKING_KINDS = ("regressed", "less_reliable", "unassessed", "less_covered", "removed")
 """Change kinds that fail the gate, in reporting order."""

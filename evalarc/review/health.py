@@ -16,20 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalarc import schemas
 from evalarc.canonical import strict_loads
 from evalarc.errors import IncomparableError, UsageError
+from evalarc.formats.manifest import CASE_SOURCES, REAL_SOURCES, CaseManifest, CaseRule
 from evalarc.formats.model import Attempt, Run
 from evalarc.review.diff import Tally, tally
-from evalarc.review.manifest import (
-    CASE_SOURCES,
-    REAL_SOURCES,
-    CaseManifest,
-    CaseRule,
-    assign_rules,
-)
+from evalarc.review.manifest import assign_rules
 from evalarc.review.stats import WILSON_Z, intervals_overlap, rounded_interval, wilson_interval
 
-HEALTH_SCHEMA = "evalarc.eval-health.v1"
+HEALTH_SCHEMA = schemas.EVAL_HEALTH
 MAX_INPUTS = 20
 MAX_PLAN = 1_000_000_000
 """The most attempts per case or configurations a planned run may name (more is a typo, and a

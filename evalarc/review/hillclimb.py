@@ -21,8 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalarc import schemas
 from evalarc.errors import IncomparableError, UsageError
+from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import Attempt, Run
+from evalarc.formats.split import CaseSplit
 from evalarc.review.diff import (
     BLOCKING_KINDS,
     Tally,
@@ -37,13 +40,13 @@ from evalarc.review.health import (
     failure_triage,
     noise_review,
 )
-from evalarc.review.leakage import MIN_LEAK_CHARS, HarnessFile, scan_leakage
-from evalarc.review.split import CaseSplit, partition, review_generalization
+from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
+from evalarc.review.split import partition, review_generalization
 from evalarc.review.stats import rounded_interval
 from evalarc.review.usage import COST_METRIC_CHOICES, compare_usage, cost_gate
 
-HILLCLIMB_SCHEMA = "evalarc.hillclimb-review.v1"
-TUNING_FAILURES_SCHEMA = "evalarc.tuning-failures.v1"
+HILLCLIMB_SCHEMA = schemas.HILLCLIMB_REVIEW
+TUNING_FAILURES_SCHEMA = schemas.TUNING_FAILURES
 OBJECTIVES = ("quality", "cost")
 MAX_STEPS = 50
 

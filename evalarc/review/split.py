@@ -1,4 +1,5 @@
-"""Held-out case splits: read ``evalarc.case-split.v1``, partition cases, judge generalization.
+"""Held-out case splits (read by :mod:`evalarc.formats.split`): partition cases, judge
+generalization.
 
 A split names the cases that were never used while tuning. Comparing the pooled pass rate of the
 held-out cases with that of the tuning cases tells whether a gain carries over to unseen cases or
@@ -10,19 +11,13 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from evalarc.canonical import sha256_bytes, strict_loads
 from evalarc.errors import InputError
-from evalarc.formats.model import Run, Source
+from evalarc.formats.model import Run
+from evalarc.formats.split import CaseSplit
 from evalarc.review.stats import intervals_overlap, wilson_interval
 
-SPLIT_SCHEMA = "evalarc.case-split.v1"
-MAX_SPLIT_BYTES = 4 * 1024 * 1024
-MAX_HELD_OUT = 10_000
-_ALLOWED_KEYS = frozenset({"schema_version", "held_out", "description"})
 _GLOB_CHARS = frozenset("*?[")
 # The blocking kinds of evalarc.review.diff (which imports this module, hence the copy).
 _BLOCKING = frozenset({"regressed", "less_reliable", "unassessed", "less_covered", "removed"})
@@ -58,71 +53,6 @@ GENERALIZATION_SCOPE = (
     "held-out cases were truly kept away from whoever tuned the system; EvalArc cannot check "
     "that beyond the optional harness leakage scan."
 )
-
-
-@dataclass
-class CaseSplit:
-    """A loaded split file: the held-out entries (ids or globs), its description and source."""
-
-    held_out: tuple[str, ...]
-    description: str | None
-    source: Source
-
-
-def load_split(path: Path) -> CaseSplit:
-    """Read and validate an ``evalarc.case-split.v1`` file (InputError naming the file)."""
-    name = path.name
-    if not path.exists():
-        raise InputError(f"split file {path} does not exist")
-    if path.is_symlink() or not path.is_file():
-        raise InputError(f"split file {path} is not a regular file")
-    if path.stat().st_size > MAX_SPLIT_BYTES:
-        raise InputError(f"{name} exceeds {MAX_SPLIT_BYTES} bytes")
-    with path.open("rb") as handle:
-        data = handle.read(MAX_SPLIT_BYTES + 1)
-    if len(data) > MAX_SPLIT_BYTES:
-        raise InputError(f"{name} exceeds {MAX_SPLIT_BYTES} bytes")
-    try:
-        document = strict_loads(data)
-    except ValueError as error:
-        raise InputError(f"{name} is not valid JSON: {error}") from None
-    except RecursionError:
-        raise InputError(f"{name} is not valid JSON: nested too deeply") from None
-    return parse_split(document, Source(name=name, sha256=sha256_bytes(data)))
-
-
-def parse_split(document: object, source: Source) -> CaseSplit:
-    """Validate a parsed split document; errors name ``source.name``."""
-    name = source.name
-    if not isinstance(document, dict):
-        raise InputError(f"{name} must hold a JSON object ({SPLIT_SCHEMA})")
-    unknown = sorted(set(document) - _ALLOWED_KEYS)
-    if unknown:
-        listed = ", ".join(repr(key[:40]) for key in unknown[:5])
-        raise InputError(f"{name} has unknown fields: {listed}")
-    schema = document.get("schema_version")
-    if schema != SPLIT_SCHEMA:
-        raise InputError(
-            f"{name} has schema_version {str(schema)[:60]!r}; expected {SPLIT_SCHEMA!r}"
-        )
-    held_out = document.get("held_out")
-    if (
-        not isinstance(held_out, list)
-        or not 1 <= len(held_out) <= MAX_HELD_OUT
-        or not all(isinstance(entry, str) and entry for entry in held_out)
-    ):
-        raise InputError(
-            f"{name}: held_out must list 1 to {MAX_HELD_OUT:,} non-empty case id strings"
-        )
-    seen: set[str] = set()
-    for entry in held_out:
-        if entry in seen:
-            raise InputError(f"{name}: held_out lists {entry[:80]!r} twice")
-        seen.add(entry)
-    description = document.get("description")
-    if "description" in document and not isinstance(description, str):
-        raise InputError(f"{name}: description must be a string")
-    return CaseSplit(held_out=tuple(held_out), description=description, source=source)
 
 
 def _is_glob(entry: str) -> bool:

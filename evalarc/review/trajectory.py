@@ -29,13 +29,13 @@ from fractions import Fraction
 from itertools import pairwise
 from typing import Any
 
-from evalarc import __version__
+from evalarc import __version__, schemas
 from evalarc.canonical import JSONValue, canonical_json, is_finite_number
 from evalarc.errors import IncomparableError, InputError, UsageError
 from evalarc.formats.model import Source
 
-TRAJECTORY_SCHEMA = "evalarc.trajectory.v1"
-EVALUATION_SCHEMA = "evalarc.evaluation.v2"
+TRAJECTORY_SCHEMA = schemas.TRAJECTORY
+EVALUATION_SCHEMA = schemas.EVALUATION
 """The only evaluation schema a checkpoint may carry (``evalarc.packs.EVALUATION_SCHEMA``)."""
 CLOCK_SOURCE = "caller-reported"
 INTERPRETATION = (
@@ -371,25 +371,3 @@ def format_seconds(value: float) -> str:
     if float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))
     return f"{value:.3f}".rstrip("0").rstrip(".") if abs(value) >= 1e-3 else f"{value:.3g}"
-
-
-def terminal_lines(report: Mapping[str, Any], output: str | None) -> list[str]:
-    """What ``evalarc trajectory`` prints without ``--json``."""
-    first = report["first_resolved_seconds"]
-    lines = [
-        f"Trajectory: {report['checkpoint_count']} checkpoint(s) over a "
-        f"{format_seconds(report['budget_seconds'])} s budget (times {report['clock_source']})",
-        f"Normalized score area: {report['normalized_score_area']:.4f} | "
-        f"Final score: {report['final_score']:.4f} | First resolved: "
-        + ("never" if first is None else f"{format_seconds(first)} s")
-        + f" | Regressions: {len(report['regressions'])}",
-    ]
-    for regression in report["regressions"]:
-        lines.append(
-            f"  regression at {format_seconds(regression['elapsed_seconds'])} s: "
-            f"{regression['from']:.4f} -> {regression['to']:.4f}"
-        )
-    lines.append("Not a METR time horizon: an observed score-area statistic over caller times.")
-    if output is not None:
-        lines.append(f"Report folder: {output}")
-    return lines

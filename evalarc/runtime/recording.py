@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalarc import schemas
 from evalarc.canonical import sha256_bytes, sha256_json, strict_loads
 from evalarc.errors import InputError, OutputError
 from evalarc.runtime.protocol import Transcript
@@ -26,7 +27,7 @@ from evalarc.runtime.protocol import Transcript
 RECORDING_SUFFIX = ".jsonl"
 MAX_RECORDING_BYTES = 64 * 1024 * 1024
 MAX_INDEX_BYTES = 16 * 1024 * 1024
-INDEX_SCHEMA = "evalarc.recording-index.v1"
+INDEX_SCHEMA = schemas.RECORDING_INDEX
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _MAX_EVENT_SECONDS = 1e9
 """No event of a case happens later than this (the longest case limit is a day); a larger time,

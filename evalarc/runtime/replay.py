@@ -41,6 +41,7 @@ from typing import Any, NoReturn, Protocol
 
 import zstandard
 
+from evalarc import schemas
 from evalarc.canonical import JSONValue, sha256_bytes, strict_loads
 from evalarc.errors import EnvironmentFailure, InputError, OutputError, UsageError
 from evalarc.runtime.jsonl import encode_request, line_bytes, parse_response
@@ -57,7 +58,7 @@ from evalarc.runtime.recording import (
 )
 from evalarc.runtime.snapshot import expand_command
 
-STORE_SCHEMA = "evalarc.recording-store.v1"
+STORE_SCHEMA = schemas.RECORDING_STORE
 INDEX_FILE = "index.json"
 BUNDLE_SUFFIX = ".jsonl.zst"
 MAX_INDEX_BYTES = 32 * 1024 * 1024

@@ -14,10 +14,11 @@ Every report folder is copied first and then verified from the copy with
 site never shows a report that does not follow from its own bundle, and ``evalarc verify site/``
 (:mod:`evalarc.site.verify_site`) can redo every step with the functions defined here.
 
-A report kind gets a page by adding one entry to :data:`PAGE_KINDS`: a function from the
-verified bundle (folder, params, report JSON) to a :class:`PageView` (template + page model).
+Each bundle's page is its report kind's own page (``ReportKind.page``, listed in
+:data:`evalarc.reports.registry.KINDS`), rendered exactly as the report folder's ``index.html``
+but with a link home.
 
-Pages: jinja2 with autoescape (the shared :func:`evalarc.site.render.environment`), CSS and JS
+Pages: jinja2 with autoescape (the shared :func:`evalarc.pages.render.environment`), CSS and JS
 inlined from ``assets/`` and allowed by hash in a Content-Security-Policy without
 ``'unsafe-inline'``; data islands only through the escaping ``tojson`` filter. The same inputs
 give the same bytes; the build time shown on the index comes from ``SOURCE_DATE_EPOCH`` when set.
@@ -38,7 +39,7 @@ from urllib.parse import urlsplit
 
 from markupsafe import Markup
 
-from evalarc import __version__
+from evalarc import __version__, schemas
 from evalarc.bundle import (
     MAX_EVIDENCE_FILE_BYTES,
     PARAMS_FILE,
@@ -53,11 +54,14 @@ from evalarc.bundle import (
 from evalarc.canonical import pretty_json, sha256_bytes
 from evalarc.clock import timestamp
 from evalarc.errors import EvalArcError, InputError, OutputError, UsageError, VerificationError
-from evalarc.site.case_page import CHUNK_DIR
-from evalarc.site.render import render_page
+from evalarc.pages.case_views import CHUNK_DIR
+from evalarc.pages.render import render_page
+from evalarc.pages.view import render_view
+from evalarc.reports.check import REGENERATED, check_report_folder, is_process_record
+from evalarc.reports.registry import kind_named
 
-SITE_SCHEMA = "evalarc.site.v1"
-BUNDLE_SCHEMA = "evalarc.site-bundle.v1"
+SITE_SCHEMA = schemas.SITE
+BUNDLE_SCHEMA = schemas.SITE_BUNDLE
 SITE_MANIFEST = "manifest.json"
 BUNDLE_MANIFEST = "evalarc-bundle.json"
 PAGE_FILE = "index.html"
@@ -73,10 +77,6 @@ DISCOVERY_DEPTH = 6
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 SLUG_CHARS = 60
 REPORT_HOME = "../../index.html"
-DIFF_HTML_ROWS = 500
-"""Changed-check rows a site page renders as HTML (what a reader without JavaScript sees; the
-rest are in diff.json). The script pages through all of them from the data island; fewer HTML
-rows keep a 20,000-case page light and quick to parse (measured in bench/site.py)."""
 DOC_HOME = "../index.html"
 
 
@@ -89,107 +89,6 @@ def render_site_page(template: str, *, title: str, home: str | None, **context: 
 
 
 # --------------------------------------------------------------------------- page kinds
-
-
-@dataclass(frozen=True)
-class PageView:
-    """One report page, ready to render: the template, its page model and the index line."""
-
-    template: str
-    title: str
-    verdict: str
-    """The page's verdict sentence, repeated on the index."""
-    model: object
-    files: dict[str, bytes] = field(default_factory=dict)
-    """Rendered files beside the page (a diff's evidence chunks), by path in the bundle."""
-
-
-PageBuilder = Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], PageView]
-
-
-@dataclass(frozen=True)
-class PageKind:
-    label: str
-    """What the index calls this kind of report."""
-    report_file: str
-    """The report JSON the page is built from (the kind's ``ReportKind.report_file``)."""
-    build: PageBuilder
-
-
-def _diff_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
-    from evalarc.site.diff_page import build_diff_page, diff_case_views
-
-    case_views, inline = diff_case_views(folder, params, report)
-    page = build_diff_page(
-        report, html_rows=DIFF_HTML_ROWS, case_views=case_views, inline_cases=inline
-    )
-    files = case_views.files if case_views is not None else {}
-    return PageView("diff.html.j2", "Results diff", page.verdict_title, page, files)
-
-
-def _health_view(
-    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
-) -> PageView:
-    from evalarc.formats import load_results
-    from evalarc.formats.model import Source
-    from evalarc.health_report import options_from_params
-    from evalarc.site.health_page import build_health_page
-
-    # The page shows the last file's recorded outputs, read from the bundle's own copy.
-    last_input = params["inputs"][-1]["file"]
-    source = report["runs"][-1]["source"]
-    run = load_results(
-        folder.hash_file(str(last_input)),
-        str(params["format"]),
-        options_from_params(params).threshold,
-    ).with_source(Source(str(source["name"]), str(source["sha256"])))
-    page = build_health_page(report, run)
-    return PageView("health.html.j2", "Eval health", page.verdict_title, page)
-
-
-def _hillclimb_view(
-    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
-) -> PageView:
-    from evalarc.site.hillclimb_page import build_hillclimb_page
-
-    page = build_hillclimb_page(report)
-    return PageView("hillclimb.html.j2", "Hillclimb review", page.verdict_title, page)
-
-
-def _evaluation_view(
-    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
-) -> PageView:
-    from evalarc.site.evaluation_page import build_evaluation_page, recording_reader
-
-    page = build_evaluation_page(report, recording_reader(folder))
-    return PageView("evaluation.html.j2", f"Evaluation · {report['task']['id']}", page.banner, page)
-
-
-def _audit_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
-    from evalarc.site.audit_page import build_audit_page
-
-    page = build_audit_page(report)
-    return PageView("audit.html.j2", f"Audit · {report['task']['id']}", page.banner, page)
-
-
-def _trajectory_view(
-    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
-) -> PageView:
-    from evalarc.site.trajectory_page import build_trajectory_page
-
-    page = build_trajectory_page(report)
-    return PageView("trajectory.html.j2", "Score trajectory", page.verdict, page)
-
-
-PAGE_KINDS: dict[str, PageKind] = {
-    "diff": PageKind("Results diff", "diff.json", _diff_view),
-    "eval-health": PageKind("Eval health", "health.json", _health_view),
-    "hillclimb-review": PageKind("Hillclimb review", "hillclimb.json", _hillclimb_view),
-    "evaluation": PageKind("Evaluation", "evaluation.json", _evaluation_view),
-    "audit": PageKind("Grader audit", "audit.json", _audit_view),
-    "trajectory": PageKind("Score trajectory", "trajectory.json", _trajectory_view),
-}
-"""Report kind (``params.json`` ``kind``) -> its site page. A new kind adds one entry here."""
 
 
 # --------------------------------------------------------------------------- bundles
@@ -216,37 +115,32 @@ def render_bundle(bundle: Path) -> BundlePage:
 
     Raises VerificationError (from verify) or InputError; the caller adds the bundle's name.
     The bundle's own page and manifest are the caller's to compare."""
-    from evalarc.verify import check_report_folder
-
     verdict = check_report_folder(bundle, site_bundle=True)
     page = _bundle_page(bundle, verdict.kind.name, bool(verdict.summary["passed"]))
     return replace(page, verified=verdict.files)
 
 
 def _bundle_page(bundle: Path, kind_name: str, passed: bool) -> BundlePage:
-    kind = PAGE_KINDS.get(kind_name)
+    kind = kind_named(kind_name)
     if kind is None:
         raise InputError(f"no site page is defined for {kind_name} reports")
     folder = EvidenceFolder(bundle)
     params = load_report_json(folder, PARAMS_FILE)
     report = load_report_json(folder, kind.report_file)
-    view = kind.build(folder, params, report)
-    html = render_site_page(
-        view.template,
-        title=view.title,
-        home=REPORT_HOME,
-        page=view.model,
-        dynamic_scripts=bool(view.files),
-    )
+    view = kind.page(folder, params, report)
+    html = render_view(view, home=REPORT_HOME)
     return BundlePage(kind_name, passed, view.verdict, html, dict(view.files))
+
+
+def _kind_label(name: str) -> str:
+    kind = kind_named(name)
+    return kind.label if kind is not None else name
 
 
 def check_bundle_files(bundle: Path, verdict: Any) -> dict[str, dict[str, Any]]:
     """For a bundle verified on its own (``evalarc verify site/reports/x``): its site page and
     evidence chunks must be the ones rendered from it and its manifest must list exactly the
     bundle's files; return those as regenerated files."""
-    from evalarc.verify import REGENERATED
-
     folder = EvidenceFolder(bundle)
     page = _bundle_page(bundle, verdict.kind.name, bool(verdict.summary["passed"]))
     rendered = {PAGE_FILE: page.html.encode("utf-8"), **page.files}
@@ -577,7 +471,7 @@ def build_index_page(
         IndexRow(
             href=f"{REPORTS_DIR}/{entry.slug}/{PAGE_FILE}",
             label=entry.label,
-            kind=PAGE_KINDS[entry.kind].label if entry.kind in PAGE_KINDS else entry.kind,
+            kind=_kind_label(entry.kind),
             tone="ok" if entry.passed else "bad",
             verdict="✓ pass" if entry.passed else "✗ fail",
             summary=entry.verdict,
@@ -654,15 +548,13 @@ def _copy_bundle(source: ReportSource, dest: Path) -> None:
         max_bytes=MAX_BUNDLE_BYTES,
         error=InputError,
     )
-    from evalarc.verify import is_process_record
-
     params_document = _params_of(source)
     for item in tree:
-        if item.relative == PAGE_FILE:
-            continue  # replaced by the site page
+        if item.relative == PAGE_FILE or item.relative.startswith(f"{CHUNK_DIR}/"):
+            continue  # the folder's page and its evidence chunks: the site renders its own
         if is_process_record(params_document, item.relative):
             continue  # a record verify cannot check (hillclimb-run's log): never published
-        if item.relative == BUNDLE_MANIFEST or item.relative.startswith(f"{CHUNK_DIR}/"):
+        if item.relative == BUNDLE_MANIFEST:
             raise InputError(f"{source.path}/{item.relative}: a reserved file name")
         try:
             with item.path.open("rb") as handle:

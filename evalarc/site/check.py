@@ -243,8 +243,8 @@ def check_page(page: Path, root: Path | None = None) -> list[Problem]:
 
 def check_chunk(path: Path, root: Path) -> list[Problem]:
     """A script file in a site must be an evidence chunk of the one fixed, data-only shape
-    (:mod:`evalarc.site.case_page`) in a bundle's ``case-views/``, named by its SHA-256."""
-    from evalarc.site.case_page import CHUNK_DIR, parse_chunk
+    (:mod:`evalarc.pages.case_views`) in a bundle's ``case-views/``, named by its SHA-256."""
+    from evalarc.pages.case_views import CHUNK_DIR, parse_chunk
 
     label = path.relative_to(root).as_posix()
     data = path.read_bytes()

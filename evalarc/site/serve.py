@@ -36,9 +36,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from evalarc.errors import EvalArcError, OutputError
+from evalarc.pages.case_views import CHUNK_DIR
 from evalarc.resources import bundled_dir
 from evalarc.site.build import DOCS_DIR, PAGE_FILE, REPORTS_DIR, SiteOptions, build_site
-from evalarc.site.case_page import CHUNK_DIR
 from evalarc.terminal import has_unsafe_characters
 
 HOST = "127.0.0.1"

@@ -31,6 +31,8 @@ from typing import Any
 from evalarc.bundle import MAX_TREE_DEPTH, EvidenceFolder, load_report_json, scan_tree, shown_name
 from evalarc.canonical import sha256_bytes
 from evalarc.errors import EvalArcError, VerificationError
+from evalarc.pages.case_views import CHUNK_DIR
+from evalarc.reports.check import PRESERVED, REGENERATED, VERIFICATION_SCHEMA
 from evalarc.site.build import (
     BUNDLE_MANIFEST,
     BUNDLE_SCHEMA,
@@ -48,7 +50,6 @@ from evalarc.site.build import (
     render_doc,
     render_index,
 )
-from evalarc.site.case_page import CHUNK_DIR
 from evalarc.site.check import check_page
 
 SITE_SCOPE = (
@@ -175,8 +176,6 @@ def _docs(manifest: Mapping[str, Any]) -> list[str]:
 
 def verify_site(root: Path) -> dict[str, Any]:
     """Verify the site at ``root``; raise VerificationError naming the first bad file."""
-    from evalarc.verify import PRESERVED, REGENERATED, VERIFICATION_SCHEMA
-
     folder = EvidenceFolder(root)
     shown = str(root)
     # The whole tree from lstat alone, before any byte is hashed: depth, counts and sizes are
@@ -299,8 +298,6 @@ def _verify_bundle(
     """Verify one bundle: its manifest against the site manifest, the bundle by recomputation
     (which refuses unknown files), its page by rendering, its manifest's table against the
     hashes verification recorded. The problems found (none: it verified)."""
-    from evalarc.verify import REGENERATED
-
     manifest_path = f"{report.path}/{BUNDLE_MANIFEST}"
     page_name = f"{report.path}/{PAGE_FILE}"
     if manifest_path not in present:

@@ -583,10 +583,10 @@ def report_absolute_recordings(dest: Path, bases: Bases) -> Path:
 
 def report_symlink_input(dest: Path, bases: Bases) -> Path:
     folder = _copy(bases.diff, dest / "report_symlink_input")
-    outside = dest / "outside" / "baseline.xml"
+    outside = dest / "outside" / "baseline.xml.txt"
     outside.parent.mkdir(parents=True)
-    (folder / "baseline.xml").rename(outside)
-    (folder / "baseline.xml").symlink_to(outside)
+    (folder / "baseline.xml.txt").rename(outside)
+    (folder / "baseline.xml.txt").symlink_to(outside)
     return folder
 
 
@@ -651,14 +651,14 @@ def report_no_params(dest: Path, bases: Bases) -> Path:
 
 def report_fifo_input(dest: Path, bases: Bases) -> Path:
     folder = _copy(bases.diff, dest / "report_fifo_input")
-    (folder / "baseline.xml").unlink()
-    os.mkfifo(folder / "baseline.xml")
+    (folder / "baseline.xml.txt").unlink()
+    os.mkfifo(folder / "baseline.xml.txt")
     return folder
 
 
 def report_oversized_input(dest: Path, bases: Bases) -> Path:
     folder = _copy(bases.diff, dest / "report_oversized_input")
-    _sparse(folder / "current.xml", SPARSE_RESULT_BYTES, b"<")
+    _sparse(folder / "current.xml.txt", SPARSE_RESULT_BYTES, b"<")
     return folder
 
 
@@ -680,8 +680,8 @@ def _rehash(folder: Path, report: str, input_name: str, locate: Callable[[Any], 
 
 def report_laughs_input(dest: Path, bases: Bases) -> Path:
     folder = _copy(bases.diff, dest / "report_laughs_input")
-    write(folder / "current.xml", (FILES / "results" / "junit_billion_laughs.xml").read_bytes())
-    _rehash(folder, "diff.json", "current.xml", lambda report: report["current"]["source"])
+    write(folder / "current.xml.txt", (FILES / "results" / "junit_billion_laughs.xml").read_bytes())
+    _rehash(folder, "diff.json", "current.xml.txt", lambda report: report["current"]["source"])
     return folder
 
 
@@ -1362,7 +1362,7 @@ ENTRIES: list[Entry] = [
         EVIDENCE_SYMLINK,
         report_symlink_input,
         expect_by={"site-build": SITE_SYMLINK},
-        names=("baseline.xml",),
+        names=("baseline.xml.txt",),
     ),
     Entry(
         "report_symlink_params",
@@ -1420,7 +1420,7 @@ ENTRIES: list[Entry] = [
         "report_unknown_schema",
         "report",
         "params.json has a newer schema",
-        "is not an EvalArc report parameter file",
+        "is evalarc.report-params.v9, newer than the evalarc.report-params.v1 this EvalArc reads",
         _params_edit("report_unknown_schema", "schema_version", "evalarc.report-params.v9"),
         names=("params.json",),
     ),
@@ -1470,7 +1470,7 @@ ENTRIES: list[Entry] = [
         "an input copy that is a FIFO",
         NOT_REGULAR,
         report_fifo_input,
-        names=("baseline.xml",),
+        names=("baseline.xml.txt",),
     ),
     Entry(
         "report_oversized_input",
@@ -1478,7 +1478,7 @@ ENTRIES: list[Entry] = [
         "a 600 MiB (sparse) input copy",
         "exceeds",
         report_oversized_input,
-        names=("current.xml",),
+        names=("current.xml.txt",),
     ),
     Entry(
         "report_oversized_report",
@@ -1494,7 +1494,7 @@ ENTRIES: list[Entry] = [
         "billion laughs as an input copy, its hash rewritten to match",
         DTD,
         report_laughs_input,
-        names=("current.xml",),
+        names=("current.xml.txt",),
     ),
     Entry(
         "report_bomb_input",

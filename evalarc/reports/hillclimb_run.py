@@ -36,7 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from evalarc.bundle import check_new_output, copy_verified, write_bytes, write_json, write_text
+from evalarc import schemas
+from evalarc.bundle import (
+    check_new_output,
+    copy_suffix,
+    copy_verified,
+    write_bytes,
+    write_json,
+    write_text,
+)
 from evalarc.canonical import pretty_json, sha256_bytes, sha256_file
 from evalarc.clock import timestamp
 from evalarc.errors import (
@@ -47,13 +55,16 @@ from evalarc.errors import (
     UsageError,
 )
 from evalarc.formats import Run, load_results
+from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import FORMATS
-from evalarc.hillclimb_report import (
+from evalarc.formats.split import CaseSplit, load_split
+from evalarc.reports.hillclimb import (
     SPLIT_FILE,
     harness_entries,
     hillclimb_params,
     write_review_files,
 )
+from evalarc.reports.hillclimb_text import points
 from evalarc.review.health import noise_review
 from evalarc.review.hillclimb import (
     MAX_STEPS,
@@ -66,13 +77,12 @@ from evalarc.review.hillclimb import (
     stall_entry,
     triage_cases,
 )
-from evalarc.review.hillclimb_text import points
-from evalarc.review.leakage import MIN_LEAK_CHARS, HarnessFile, scan_leakage
-from evalarc.review.split import CaseSplit, load_split, partition
+from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
+from evalarc.review.split import partition
 from evalarc.review.usage import COST_METRIC_CHOICES
 
-RUN_SCHEMA = "evalarc.hillclimb-run.v1"
-ALLOWED_SCHEMA = "evalarc.hillclimb-allowed.v1"
+RUN_SCHEMA = schemas.HILLCLIMB_RUN
+ALLOWED_SCHEMA = schemas.HILLCLIMB_ALLOWED
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_ALLOWED_BYTES = 8 * 1024 * 1024
 MAX_OUTSIDE_FILES = 20_000
@@ -125,6 +135,13 @@ BRIEF_RULES = (
 
 
 # -- configuration ------------------------------------------------------------------------------
+
+
+def result_file(name: str) -> str:
+    """The name a step's result file is kept under in ``results/`` (passive, see
+    :func:`evalarc.bundle.copy_suffix`)."""
+    path = Path(name)
+    return path.stem + copy_suffix(path)
 
 
 @dataclass(frozen=True)
@@ -768,7 +785,12 @@ class _Loop:
             )
         if not target.is_file() or target.is_symlink():
             raise InputError(f"the evaluate command did not write results/{name}")
-        return load_results(target, self.config.format, self.config.threshold)
+        run = load_results(target, self.config.format, self.config.threshold)
+        kept = result_file(name)
+        if kept != name:
+            # Kept under a passive name (results/00-baseline.xml.txt): see copy_suffix.
+            os.replace(target, self.output / "results" / kept)
+        return run
 
     # -- phases
 
@@ -998,7 +1020,7 @@ class _Loop:
             report["format"],
             config.threshold,
             labels,
-            [f"results/{name}" for name in labels],
+            [f"results/{result_file(name)}" for name in labels],
             harness_entries(harness),
         )
         write_review_files(self.output, report, params, harness)

@@ -16,49 +16,29 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from evalarc.audit_command import (
-    Control,
-    audit_context,
-    build_audit,
-    case_labels,
-    prepare_controls,
-    reduced_pack,
-    replay_backends,
-)
-from evalarc.bundle import EvidenceFolder, ReportKind, load_report_json
+from evalarc.bundle import EvidenceFolder
 from evalarc.errors import EvalArcError, VerificationError
-from evalarc.evaluate_command import check_seconds
 from evalarc.packs import (
-    EVALUATION_SCHEMA,
     Pack,
-    evaluate,
-    grader_sha256,
     load_pack,
     validate_seeds,
 )
-from evalarc.review.audit import AUDIT_SCHEMA, REFERENCE_CONTROL
+from evalarc.reports.backends import check_seconds
+from evalarc.reports.run_folder import EVENTS_FILE
 from evalarc.runtime.protocol import Limits
 from evalarc.runtime.replay import (
     Divergence,
     RecordingStore,
-    ReplayBackend,
     RuntimeRequest,
-    make_replay_backend,
+    case_label,
     read_store,
 )
-from evalarc.runtime.snapshot import snapshot_candidate
 
-EVALUATION_FILE = "evaluation.json"
-AUDIT_FILE = "audit.json"
-EVALUATIONS_DIR = "evaluations"
 SCOPE = (
     "Replayed the folder's recordings through today's grader with the recorded options and "
     "compared the recomputed report with the saved one; no candidate was run, case timings were "
@@ -106,7 +86,7 @@ class RecordedOptions:
     """The folder of the recordings index, relative to the report folder."""
 
 
-def _text(params: Mapping[str, Any], key: str) -> str:
+def recorded_text(params: Mapping[str, Any], key: str) -> str:
     value = params.get(key)
     if not isinstance(value, str) or not value:
         raise VerificationError(f"params.json has no {key}")
@@ -114,7 +94,7 @@ def _text(params: Mapping[str, Any], key: str) -> str:
 
 
 def recorded_options(params: Mapping[str, Any], pack: Pack) -> RecordedOptions:
-    backend = _text(params, "backend")
+    backend = recorded_text(params, "backend")
     if backend not in ("docker", "local", "replay"):
         raise VerificationError(f"params.json names an unknown backend {backend!r}")
     image = params.get("image")
@@ -135,15 +115,15 @@ def recorded_options(params: Mapping[str, Any], pack: Pack) -> RecordedOptions:
         )
     except EvalArcError as error:
         raise VerificationError(f"params.json: {error.message}") from None
-    index = _text(params, "recordings")
+    index = recorded_text(params, "recordings")
     if not index.endswith("/index.json"):
         raise VerificationError("params.json: recordings must name a recordings index")
     return RecordedOptions(
-        _text(params, "task"), backend, image, seeds, limits, index.rpartition("/")[0]
+        recorded_text(params, "task"), backend, image, seeds, limits, index.rpartition("/")[0]
     )
 
 
-def _request(options: RecordedOptions, command: Sequence[str]) -> RuntimeRequest:
+def replay_request(options: RecordedOptions, command: Sequence[str]) -> RuntimeRequest:
     backend = options.backend if options.backend in ("docker", "local") else None
     image = options.image if options.backend != "local" else None
     return RuntimeRequest(
@@ -151,7 +131,7 @@ def _request(options: RecordedOptions, command: Sequence[str]) -> RuntimeRequest
     )
 
 
-def _store(folder: EvidenceFolder, options: RecordedOptions) -> RecordingStore:
+def recordings_store(folder: EvidenceFolder, options: RecordedOptions) -> RecordingStore:
     return read_store(EvidenceSource(folder, options.recordings), options.recordings)
 
 
@@ -169,7 +149,7 @@ def adopt_timings(
     """
     recomputed["created_at"] = recorded.get("created_at")
     seconds = recorded.get("evaluation_seconds")
-    if _finite(seconds):
+    if finite(seconds):
         recomputed["evaluation_seconds"] = seconds
     saved_cases = recorded.get("cases")
     if not isinstance(saved_cases, list) or len(saved_cases) != len(recomputed["cases"]):
@@ -181,7 +161,7 @@ def adopt_timings(
         ):
             continue
         duration = saved.get("duration_seconds")
-        if not isinstance(duration, int | float) or not _finite(duration):
+        if not isinstance(duration, int | float) or not finite(duration):
             continue
         recording = mine.get("recording_sha256")
         if live and isinstance(recording, str):
@@ -194,7 +174,7 @@ def adopt_timings(
         mine["duration_seconds"] = duration
 
 
-def _finite(value: object) -> bool:
+def finite(value: object) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     try:
@@ -203,13 +183,13 @@ def _finite(value: object) -> bool:
         return False
 
 
-def _refuse_divergences(divergences: Sequence[Divergence]) -> None:
+def refuse_divergences(divergences: Sequence[Divergence]) -> None:
     if divergences:
         more = f" (and {len(divergences) - 1} more)" if len(divergences) > 1 else ""
         raise VerificationError(divergences[0].describe() + more)
 
 
-def _fixed_clock(created_at: object) -> datetime:
+def fixed_clock(created_at: object) -> datetime:
     if isinstance(created_at, str):
         try:
             return datetime.fromisoformat(created_at)
@@ -221,204 +201,18 @@ def _fixed_clock(created_at: object) -> datetime:
 # -- evaluation folders ----------------------------------------------------------------------
 
 
-def recompute_evaluation_folder(
-    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
-) -> dict[str, Any]:
-    """Replay an evaluation folder's recordings for its ``candidate/`` copy."""
-    if recorded.get("schema_version") != EVALUATION_SCHEMA:
-        raise VerificationError(f"{EVALUATION_FILE} does not hold an evaluation report")
-    pack = _pack(params)
-    options = recorded_options(params, pack)
-    candidate = _text(params, "candidate")
-    work = Path(tempfile.mkdtemp(prefix="evalarc-verify-"))
-    try:
-        source = folder.path_of(candidate)
-        if not source.is_dir():
-            raise VerificationError(f"{candidate}/ is missing from {folder.root.name}")
-        for path in sorted(source.rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                folder.read_bytes(path.relative_to(folder.root).as_posix())
-        snapshot = snapshot_candidate(source, work / "snapshot", list(pack.default_command))
-        if snapshot.sha256 != recorded.get("candidate_sha256"):
-            raise VerificationError(f"{candidate}/ differs from the candidate the report recorded")
-        store = _store(folder, options)
-        labels = case_labels(pack, options.seeds)
-        backend = make_replay_backend(
-            store,
-            candidate_sha256=snapshot.sha256,
-            pack=f"{pack.id}@{pack.version}",
-            grader_sha256=grader_sha256(pack),
-            request=_request(options, snapshot.command),
-            labels=labels,
-        )
-        created = recorded.get("created_at")
-        run = evaluate(
-            pack,
-            snapshot,
-            backend,
-            options.seeds,
-            options.limits,
-            now=lambda: _fixed_clock(created),
-        )
-        _refuse_divergences(backend.divergences)
-        report = run.report
-        adopt_timings(report, recorded, store, options.backend != "replay")
-        return report
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def evaluation_summary(report: dict[str, Any]) -> dict[str, Any]:
-    """What ``verify`` says about a consistent evaluation."""
-    return {
-        "records_valid": report.get("valid") is True,
-        "fully_resolved": report.get("resolved") is True,
-        "passed": report.get("resolved") is True,
-        "score": report.get("score"),
-        "scope": SCOPE,
-    }
-
-
 # -- audit folders ---------------------------------------------------------------------------
 
 
-def recompute_audit_folder(
-    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
-) -> dict[str, Any]:
-    """Replay every control of an audit folder and recompute the audit."""
-    if recorded.get("schema_version") != AUDIT_SCHEMA:
-        raise VerificationError(f"{AUDIT_FILE} does not hold an audit report")
-    pack = _pack(params)
-    options = recorded_options(params, pack)
-    language = _text(params, "language")
-    without = params.get("without_cases")
-    if not isinstance(without, list) or not all(isinstance(case, str) for case in without):
-        raise VerificationError("params.json has no without_cases list")
+def recorded_pack(params: Mapping[str, Any]) -> Pack:
     try:
-        pack.language(language)
-        audited = reduced_pack(pack, without, options.seeds) if without else pack
-    except EvalArcError as error:
-        raise VerificationError(f"params.json: {error.message}") from None
-    saved = _saved_evaluations(folder, recorded, audited)
-    work = Path(tempfile.mkdtemp(prefix="evalarc-verify-"))
-    try:
-        controls = prepare_controls(audited, language, work)
-        for control in controls:
-            recorded_sha = saved[control.name].get("candidate_sha256")
-            if control.snapshot.sha256 != recorded_sha:
-                raise VerificationError(
-                    f"the pack's {control.name} control ({language}) is not the candidate "
-                    f"this audit ran"
-                )
-        store = _store(folder, options)
-        replay_backends(
-            controls,
-            store,
-            audited,
-            _request(options, controls[0].snapshot.command),
-            case_labels(audited, options.seeds),
-        )
-        reports = {
-            control.name: _replay_control(control, audited, options, saved, store)
-            for control in controls
-        }
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    context = audit_context(
-        audited, language, options.seeds, without, str(recorded.get("created_at", ""))
-    )
-    return build_audit(
-        audited,
-        reports[REFERENCE_CONTROL],
-        {name: report for name, report in reports.items() if name != REFERENCE_CONTROL},
-        context,
-    )
-
-
-def _replay_control(
-    control: Control,
-    pack: Pack,
-    options: RecordedOptions,
-    saved: Mapping[str, Mapping[str, Any]],
-    store: RecordingStore,
-) -> dict[str, Any]:
-    backend = control.backend
-    assert isinstance(backend, ReplayBackend)
-    created = saved[control.name].get("created_at")
-    run = evaluate(
-        pack,
-        control.snapshot,
-        backend,
-        options.seeds,
-        options.limits,
-        now=lambda: _fixed_clock(created),
-    )
-    _refuse_divergences(backend.divergences)
-    report = run.report
-    adopt_timings(report, saved[control.name], store, options.backend != "replay")
-    return report
-
-
-def _saved_evaluations(
-    folder: EvidenceFolder, recorded: Mapping[str, Any], pack: Pack
-) -> dict[str, Mapping[str, Any]]:
-    """Each control's evaluation as embedded in audit.json, checked against its copy in
-    ``evaluations/``."""
-    reference = recorded.get("reference")
-    mutants = recorded.get("mutants")
-    if not isinstance(reference, dict) or not isinstance(mutants, list):
-        raise VerificationError(f"{AUDIT_FILE} lacks its reference or mutants")
-    saved: dict[str, Mapping[str, Any]] = {REFERENCE_CONTROL: reference}
-    for row in mutants:
-        if (
-            isinstance(row, dict)
-            and isinstance(row.get("name"), str)
-            and isinstance(row.get("evaluation"), dict)
-        ):
-            saved[row["name"]] = row["evaluation"]
-    expected = [REFERENCE_CONTROL, *(fault.name for fault in pack.faults)]
-    if sorted(saved) != sorted(expected) or len(mutants) != len(pack.faults):
-        raise VerificationError(
-            f"{AUDIT_FILE} does not list the pack's declared controls ({', '.join(expected)})"
-        )
-    for name in expected:
-        copy = load_report_json(folder, f"{EVALUATIONS_DIR}/{name}.json")
-        if _canonical(copy) != _canonical(saved[name]):
-            raise VerificationError(
-                f"{EVALUATIONS_DIR}/{name}.json differs from the evaluation in {AUDIT_FILE}"
-            )
-    return saved
-
-
-def _canonical(value: object) -> str:
-    return json.dumps(value, sort_keys=True, allow_nan=False)
-
-
-def audit_summary(audit: dict[str, Any]) -> dict[str, Any]:
-    """What ``verify`` says about a consistent audit: resolved refers to the reference, passed
-    to the whole audit (reference resolved and every declared fault detected)."""
-    detection = audit.get("detection") if isinstance(audit.get("detection"), dict) else {}
-    assert isinstance(detection, dict)
-    return {
-        "records_valid": audit.get("valid") is True,
-        "fully_resolved": audit.get("reference_passed") is True,
-        "passed": audit.get("passed") is True,
-        "mutation_score": audit.get("mutation_score"),
-        "weakest_margin": detection.get("weakest_margin"),
-        "scope": SCOPE,
-    }
-
-
-def _pack(params: Mapping[str, Any]) -> Pack:
-    try:
-        return load_pack(_text(params, "task"))
+        return load_pack(recorded_text(params, "task"))
     except EvalArcError as error:
         raise VerificationError(f"params.json: {error.message}") from None
 
 
 # -- derived files ---------------------------------------------------------------------------
 
-EVENTS_FILE = "events.jsonl"
 MAX_EVENT_LINE_CHARS = 64 * 1024
 
 
@@ -465,7 +259,7 @@ def expected_events(report: Mapping[str, Any], control: str | None) -> list[dict
 
 def _stamped_line(event: Mapping[str, Any], created_at: str) -> str:
     from evalarc.canonical import compact_json
-    from evalarc.evaluate_command import EVENT_SCHEMA
+    from evalarc.reports.run_folder import EVENT_SCHEMA
 
     return compact_json({"schema_version": EVENT_SCHEMA, "created_at": created_at, **event})
 
@@ -512,61 +306,13 @@ def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]]) -> Any:
     return check
 
 
-def derived_evaluation_files(
-    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
-) -> dict[str, Any]:
-    """What ``evaluate`` derives from an evaluation: its events and its page."""
-    from evalarc.bundle import Later, text_bytes
-    from evalarc.site.evaluation_page import recording_reader, render_evaluation_page
-
-    return {
-        EVENTS_FILE: events_check([(None, report)]),
-        "index.html": Later(
-            lambda: text_bytes(render_evaluation_page(report, recording_reader(folder)))
-        ),
-    }
-
-
-def derived_audit_files(
-    folder: EvidenceFolder, params: dict[str, Any], audit: dict[str, Any]
-) -> dict[str, Any]:
-    """What ``audit`` derives from an audit: each control's evaluation copy, the events (runs
-    interleave when controls ran in parallel) and the page."""
-    from evalarc.bundle import Later, text_bytes
-    from evalarc.canonical import pretty_json
-    from evalarc.site.audit_page import render_audit_page
-
-    runs: list[tuple[str | None, Mapping[str, Any]]] = [(REFERENCE_CONTROL, audit["reference"])]
-    runs += [(row["name"], row["evaluation"]) for row in audit["mutants"]]
-    derived: dict[str, Any] = {
-        f"{EVALUATIONS_DIR}/{name}.json": text_bytes(pretty_json(report)) for name, report in runs
-    }
-    derived[EVENTS_FILE] = events_check(runs)
-    derived["index.html"] = Later(lambda: text_bytes(render_audit_page(audit)))
-    return derived
-
-
-_INFORMATIONAL = frozenset({"trust_local", "report", "replay_recordings", "jobs", "executor"})
+INFORMATIONAL = frozenset({"trust_local", "report", "replay_recordings", "jobs", "executor"})
 """Options an executed run records for its reader; replaying it does not depend on them."""
 
-EVALUATION_KIND = ReportKind(
-    name="evaluation",
-    report_file=EVALUATION_FILE,
-    recompute=recompute_evaluation_folder,
-    summarize=evaluation_summary,
-    derive=derived_evaluation_files,
-    informational=_INFORMATIONAL,
-)
-AUDIT_KIND = ReportKind(
-    name="audit",
-    report_file=AUDIT_FILE,
-    recompute=recompute_audit_folder,
-    summarize=audit_summary,
-    derive=derived_audit_files,
-    volatile=((), ("reference",), ("mutants", "*", "evaluation")),
-    informational=_INFORMATIONAL,
-)
-REPORT_KINDS = (EVALUATION_KIND, AUDIT_KIND)
-REPORT_KIND = EVALUATION_KIND
-"""The kind ``verify`` reads from a module that registers one; this module registers both
-through :data:`REPORT_KINDS`."""
+
+def case_labels(pack: Pack, seeds: Sequence[int]) -> list[str]:
+    return [
+        case_label(case.seed, case.case_id)
+        for seed in seeds
+        for case in pack.grader.generate_cases(seed)
+    ]

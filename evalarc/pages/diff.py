@@ -13,15 +13,17 @@ from typing import Any
 from evalarc.bundle import EvidenceFolder
 from evalarc.errors import EvalArcError
 from evalarc.evidence import read_case_evidence
+from evalarc.pages.blocks import Card
+from evalarc.pages.case_views import CaseViews, build_case_views
+from evalarc.pages.record_fields import RecordField, record_fields
+from evalarc.pages.render import render_page
 from evalarc.review.diff import BLOCKING_KINDS, KIND_ORDER, overall_passed
-from evalarc.site.case_page import CaseViews, build_case_views
-from evalarc.site.record_page import RecordField, record_fields
-from evalarc.site.render import render_page
 
-MAX_ROWS = 2000
-"""Rows rendered as HTML (readable without JavaScript); the rest stay in diff.json, and on a
-page with the site script they ride in a JSON data island that ``assets/evalarc.js`` pages
-through on demand, so a 20,000-case diff stays usable."""
+HTML_ROWS = 500
+"""Changed-check rows a diff page renders as HTML (what a reader without JavaScript sees), on a
+report folder's page and a site's alike; the rest stay in diff.json and ride in a JSON data
+island that ``assets/evalarc.js`` pages through on demand. Fewer HTML rows keep a 20,000-case
+page light and quick to parse (measured in bench/site.py)."""
 EVIDENCE_CHARS = 400
 
 IslandCell = str | tuple[str, str]
@@ -91,13 +93,6 @@ def table_island(rows: list[list[IslandCell]]) -> dict[str, Any]:
         else:
             columns.append({"text": [text for text, _ in pairs], "style": styles.pop()})
     return {"count": len(rows), "columns": columns}
-
-
-@dataclass(frozen=True)
-class Card:
-    value: str
-    label: str
-    alert: bool = False
 
 
 @dataclass(frozen=True)
@@ -243,7 +238,7 @@ class DiffPage:
     usage: UsageView | None
     notes: list[str]
     case_index: dict[str, Any] | None = None
-    """The case-view index (see :mod:`evalarc.site.case_page`), or None without case views."""
+    """The case-view index (see :mod:`evalarc.pages.case_views`), or None without case views."""
     case_views_inline: list[Any] = field(default_factory=list)
     """Evaluation diffs: (case id, baseline trace, current trace) rendered inline."""
     record: list[RecordField] = field(default_factory=list)
@@ -468,7 +463,7 @@ def _case_groups(rows: list[ChangeRow]) -> list[CaseGroup]:
 def build_diff_page(
     report: dict[str, Any],
     *,
-    html_rows: int = MAX_ROWS,
+    html_rows: int = HTML_ROWS,
     case_views: CaseViews | None = None,
     inline_cases: list[Any] | None = None,
 ) -> DiffPage:
@@ -692,7 +687,8 @@ def _evaluation_traces(
     folder: EvidenceFolder, names: list[str], report: dict[str, Any]
 ) -> list[TracePair]:
     from evalarc.canonical import strict_loads
-    from evalarc.site.trace_page import build_trace
+    from evalarc.packs import pack_trace_view
+    from evalarc.pages.trace import build_trace
 
     documents: list[dict[str, Any]] = []
     for name in names:
@@ -724,7 +720,8 @@ def _evaluation_traces(
             trace = None
             if case is not None:
                 try:
-                    trace = build_trace(str(task.get("id")), case, None, f"c{number}-{role}")
+                    view = pack_trace_view(str(task.get("id")))
+                    trace = build_trace(view, case, None, f"c{number}-{role}")
                 except (KeyError, TypeError, ValueError, AttributeError):
                     trace = None
             note = (

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalarc.pages.blocks import Card
+from evalarc.pages.record_fields import RecordField, record_fields
+from evalarc.pages.render import render_page
 from evalarc.review.trajectory import format_seconds
-from evalarc.site.record_page import RecordField, record_fields
-from evalarc.site.render import render_page
 
 MAX_ROWS = 1000
 """Checkpoint rows (and chart markers) rendered; the curve itself always uses every checkpoint."""
@@ -45,15 +46,8 @@ REPORT_SECTIONS: dict[str, str] = {
     "clock_source": "comparability",
 }
 """Top-level keys of trajectory.json that a dedicated section shows -> its id; every other key is in
-the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+the page's "Also recorded" block (:mod:`evalarc.pages.record_fields`)."""
 REPORT_FILE = "trajectory.json"
-
-
-@dataclass(frozen=True)
-class Card:
-    value: str
-    label: str
-    alert: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ with the left-step curve).
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -18,25 +17,24 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
-    Later,
-    ReportKind,
     copy_verified,
     params_document,
     staged_folder,
-    text_bytes,
     write_json,
-    write_text,
 )
-from evalarc.canonical import JSONValue, sha256_bytes, strict_loads
-from evalarc.errors import EvalArcError, InputError, VerificationError
+from evalarc.canonical import JSONValue, sha256_bytes
+from evalarc.errors import EvalArcError, VerificationError
+from evalarc.formats.input_file import parse_json_input, read_input_file
 from evalarc.formats.model import Source
+from evalarc.pages.view import PageView
+from evalarc.reports.kind import ReportKind, write_page
 from evalarc.review.trajectory import (
     TRAJECTORY_SCHEMA,
     check_budget,
     trajectory_from_document,
 )
 
-KIND = "trajectory"
+KIND_NAME = "trajectory"
 REPORT_FILE = "trajectory.json"
 CHECKPOINTS_FILE = "checkpoints.json"
 PAGE_FILE = "index.html"
@@ -44,36 +42,10 @@ MAX_CHECKPOINTS_BYTES = MAX_REPORT_JSON_BYTES
 """64 MiB: a complete durable-kv evaluation is about 26 KB, so thousands of checkpoints fit."""
 
 
-def parse_checkpoints_bytes(data: bytes, name: str) -> JSONValue:
-    """Parse checkpoint JSON strictly (no duplicate keys, NaN or overflowing numbers)."""
-    try:
-        return strict_loads(data)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise InputError(f"{name} is not valid JSON: {error}") from None
-    except RecursionError:
-        raise InputError(f"{name} is not valid JSON: nested too deeply") from None
-
-
 def read_checkpoints(path: Path) -> tuple[JSONValue, Source]:
     """Read and parse a checkpoints file; errors name the file and the reason."""
-    try:
-        info = path.lstat()  # a symlink is refused like every other input's
-    except FileNotFoundError:
-        raise InputError(f"checkpoints file {path} does not exist") from None
-    except OSError as error:
-        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(f"checkpoints file {path} is not a regular file")
-    if info.st_size > MAX_CHECKPOINTS_BYTES:
-        raise InputError(f"{path.name} exceeds {MAX_CHECKPOINTS_BYTES} bytes")
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CHECKPOINTS_BYTES + 1)
-    except OSError as error:
-        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
-    if len(data) > MAX_CHECKPOINTS_BYTES:
-        raise InputError(f"{path.name} exceeds {MAX_CHECKPOINTS_BYTES} bytes")
-    return parse_checkpoints_bytes(data, path.name), Source(path.name, sha256_bytes(data))
+    data = read_input_file(path, what="checkpoints file", limit=MAX_CHECKPOINTS_BYTES)
+    return parse_json_input(data, path.name), Source(path.name, sha256_bytes(data))
 
 
 def run_trajectory(
@@ -91,7 +63,7 @@ def run_trajectory(
 
 def _params(report: dict[str, Any]) -> dict[str, JSONValue]:
     return params_document(
-        KIND,
+        KIND_NAME,
         {"budget_seconds": report["budget_seconds"], "inputs": [{"file": CHECKPOINTS_FILE}]},
     )
 
@@ -100,14 +72,12 @@ def write_trajectory_folder(
     output: Path, checkpoints: Path, source: Source, report: dict[str, Any]
 ) -> None:
     """Publish the trajectory report folder atomically (see :mod:`evalarc.bundle`)."""
-    from evalarc.site.trajectory_page import render_trajectory_page
-
-    page = render_trajectory_page(report)
+    params = _params(report)
     with staged_folder(output) as folder:
         copy_verified(checkpoints, folder / CHECKPOINTS_FILE, source.sha256)
-        write_json(folder / PARAMS_FILE, _params(report))
+        write_json(folder / PARAMS_FILE, params)
         write_json(folder / REPORT_FILE, report)
-        write_text(folder / PAGE_FILE, page)
+        write_page(folder, KIND, params, report)
 
 
 def recompute_trajectory_folder(
@@ -131,7 +101,7 @@ def recompute_trajectory_folder(
         raise VerificationError(f"{CHECKPOINTS_FILE} differs from the input the report recorded")
     source = Source(recorded_source["name"], folder.files[CHECKPOINTS_FILE].sha256)
     try:
-        document = parse_checkpoints_bytes(data, CHECKPOINTS_FILE)
+        document = parse_json_input(data, CHECKPOINTS_FILE)
         return trajectory_from_document(document, budget, source)
     except EvalArcError as error:
         raise VerificationError(
@@ -152,14 +122,23 @@ def derived_trajectory_files(
     folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
 ) -> Derived:
     """The page ``write_trajectory_folder`` derives from the report, for ``verify``."""
-    from evalarc.site.trajectory_page import render_trajectory_page
 
-    return {PAGE_FILE: Later(lambda: text_bytes(render_trajectory_page(report)))}
+    return {}
 
 
-REPORT_KIND = ReportKind(
-    name=KIND,
+def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+    from evalarc.pages.trajectory import build_trajectory_page
+
+    page = build_trajectory_page(report)
+    return PageView("trajectory.html.j2", "Score trajectory", page.verdict, page)
+
+
+KIND = ReportKind(
+    name=KIND_NAME,
+    label="Score trajectory",
+    schema=TRAJECTORY_SCHEMA,
     report_file=REPORT_FILE,
+    page=page_view,
     recompute=recompute_trajectory_folder,
     summarize=trajectory_summary,
     derive=derived_trajectory_files,

@@ -60,7 +60,7 @@ def content_security_policy(styles: list[str], scripts: list[str], *, dynamic: b
     """No network, no frames, no forms; exactly these styles and scripts, allowed by hash.
 
     ``dynamic`` adds ``'strict-dynamic'``: scripts that the hashed script inserts itself may
-    run (the diff page's evidence chunks, :mod:`evalarc.site.case_page`), and no host or
+    run (the diff page's evidence chunks, :mod:`evalarc.pages.case_views`), and no host or
     ``'self'`` source is ever trusted, which matters under ``file://``, where ``'self'`` would
     admit any local file. ``frame-ancestors`` is left out: browsers ignore it in a ``<meta>``
     policy and log an error.

@@ -12,10 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalarc.pages.blocks import Card, Fact, score_text
+from evalarc.pages.record_fields import RecordField, record_fields
+from evalarc.pages.remove_case import RemoveCaseView, build_remove_case_view
+from evalarc.pages.render import render_page
 from evalarc.review.audit import audit_status, reference_status
-from evalarc.site.record_page import RecordField, record_fields
-from evalarc.site.remove_case import RemoveCaseView, build_remove_case_view
-from evalarc.site.render import render_page
 
 EVALUATIONS_DIR = "evaluations"
 
@@ -39,15 +40,8 @@ REPORT_SECTIONS: dict[str, str] = {
     "evalarc_version": "reproduction",
 }
 """Top-level keys of audit.json that a dedicated section shows -> its id; every other key is in
-the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+the page's "Also recorded" block (:mod:`evalarc.pages.record_fields`)."""
 REPORT_FILE = "audit.json"
-
-
-@dataclass(frozen=True)
-class Card:
-    value: str
-    label: str
-    alert: bool = False
 
 
 @dataclass(frozen=True)
@@ -70,12 +64,6 @@ class ControlRow:
 
 
 @dataclass(frozen=True)
-class Fact:
-    label: str
-    value: str
-
-
-@dataclass(frozen=True)
 class AuditPage:
     tone: str
     banner: str
@@ -92,10 +80,6 @@ class AuditPage:
     """Which faults lose coverage without each case (recomputed by ``compute_audit``)."""
     record: list[RecordField] = field(default_factory=list)
     """Top-level report fields without a dedicated section."""
-
-
-def _score(value: float | None) -> str:
-    return "unavailable" if value is None else f"{value:.4f}"
 
 
 def _banner(audit: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -134,7 +118,7 @@ def _fault_row(row: Mapping[str, Any]) -> ControlRow:
     return ControlRow(
         name=str(row["name"]),
         kind=str(row["target_dimension"]),
-        score=_score(row["score"]),
+        score=score_text(row["score"]),
         outcome=outcome,
         tone=tone,
         margin="—" if margin is None else str(margin),
@@ -155,7 +139,7 @@ def build_audit_page(audit: Mapping[str, Any]) -> AuditPage:
     reference_row = ControlRow(
         name="reference",
         kind="positive control",
-        score=_score(reference["score"]),
+        score=score_text(reference["score"]),
         outcome={"PASS": "resolved", "FAIL": "not resolved"}.get(
             reference_status(audit), "unassessed"
         ),
@@ -166,7 +150,11 @@ def build_audit_page(audit: Mapping[str, Any]) -> AuditPage:
         evaluation=f"{EVALUATIONS_DIR}/reference.json",
     )
     cards = [
-        Card(_score(audit["mutation_score"]), "mutation score", alert=audit["mutation_score"] != 1),
+        Card(
+            score_text(audit["mutation_score"]),
+            "mutation score",
+            alert=audit["mutation_score"] != 1,
+        ),
         Card(
             f"{audit['killed']}/{total}", "declared faults detected", alert=audit["killed"] != total
         ),

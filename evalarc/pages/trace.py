@@ -1,19 +1,22 @@
 """Trace replay page models: what happened inside one case, step by step, built from its record.
 
-Three kinds, one per way a pack records a case:
+Which view a case gets is declared by its pack (``views.toml``, read by
+:func:`evalarc.packs.pack_trace_view`); this module knows no pack. Three views, one per way a
+pack records a case:
 
-* :class:`SupportEpisode` (support-routing): the host's own trace of the episode, from the case
+* :class:`Episode` (``episode``): the host's own trace of a tool-calling episode, from the case
   record. Each step shows the action, the result, an injected or validation error, whether it
   retries a failed call (and with which idempotency key), the state changes it made, and the
-  finish message, which the verifier never reads ("not scored").
-* :class:`TranscriptView` (durable-kv, and any pack whose cases only have a recording): the
-  recording's requests and responses per candidate process, the restarts (stdin closed, EOF) and
-  kills between processes, and expected against actual at the first mismatch. The expected value
-  comes from the pack's own oracle replayed over the recorded requests, and is shown only when it
-  agrees with the grader's recorded message; otherwise the message itself is shown.
-* :class:`RobotReview` (robot-evidence-review): each field of the candidate's report against the
-  expected value and the rule it had to meet (exact, or a numeric tolerance), with the verdict the
-  grader recorded for it.
+  finish message, which the verifier never reads ("not scored"). The pack names the argument
+  that says which record a call acts on, the idempotency argument and the words for the state.
+* :class:`TranscriptView` (``transcript``, also any pack that declares nothing): the recording's
+  requests and responses per candidate process, the restarts (stdin closed, EOF) and kills
+  between processes, and expected against actual at the first mismatch. The expected value
+  comes from the oracle the pack names, replayed over the recorded requests, and is shown only
+  when it agrees with the grader's recorded message; otherwise the message itself is shown.
+* :class:`ReportReview` (``report-fields``): each field of the candidate's report against the
+  expected value and the rule it had to meet (exact, or the tolerances the pack names), with the
+  verdict the grader recorded for it and the dimension the pack scores it in.
 
 The models make every decision (wording, tones, which step is a retry); ``_trace.html.j2`` only
 lays them out and lists every step, so the page is complete without JavaScript. Every value is
@@ -24,73 +27,25 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from evalarc.canonical import canonical_json
+from evalarc.packs import EpisodeLabels, PackTraceView
+from evalarc.pages.blocks import CheckChip, Fact, check_chips, plural
 
-SUPPORT_TASK = "support-routing"
-TRANSCRIPT_TASK = "durable-kv"
-ROBOT_TASK = "robot-evidence-review"
 MAX_STEPS = 200
-"""Support steps shown per case (the action budget is 12; a longer trace is not well formed)."""
+"""Episode steps shown per case (a pack's action budget is far smaller)."""
 MAX_EXCHANGES = 500
 """Recorded requests shown per case; the rest stay in the recording."""
 ORACLE_AGREEMENT_CHARS = 60
 """How much of the oracle's expected value must appear in the grader's mismatch message."""
 
 Events = Sequence[Mapping[str, Any]]
-Oracle = Callable[[dict[str, Any], Any], Any]
-"""``expected_response(state, request)``: the contract's answer; updates ``state``."""
 
 
 # --------------------------------------------------------------------------- shared pieces
-
-
-@dataclass(frozen=True)
-class Fact:
-    label: str
-    value: str
-
-
-@dataclass(frozen=True)
-class CheckChip:
-    name: str
-    outcome: str
-    """``pass``, ``fail`` or ``unassessed``."""
-    tone: str
-
-
-@dataclass(frozen=True)
-class PackRules:
-    """What a trace view needs to know about a pack beyond the case record."""
-
-    expected_response: Oracle | None = None
-    field_dimensions: Mapping[str, str] = field(default_factory=dict)
-    absolute_tolerance: float | None = None
-    relative_tolerance: float | None = None
-
-
-def pack_rules(task_id: str) -> PackRules:
-    """The rules of the bundled pack ``task_id`` (empty rules when it cannot be loaded)."""
-    from evalarc.errors import EvalArcError
-    from evalarc.packs import load_pack
-
-    try:
-        grader: Any = load_pack(task_id).grader
-    except (EvalArcError, OSError, ValueError):
-        return PackRules()
-    oracle = getattr(grader, "expected_response", None)
-    dimensions = getattr(grader, "FIELD_DIMENSIONS", None)
-    absolute = getattr(grader, "ABSOLUTE_TOLERANCE", None)
-    relative = getattr(grader, "RELATIVE_TOLERANCE", None)
-    return PackRules(
-        expected_response=oracle if callable(oracle) else None,
-        field_dimensions=dict(dimensions) if isinstance(dimensions, Mapping) else {},
-        absolute_tolerance=float(absolute) if isinstance(absolute, int | float) else None,
-        relative_tolerance=float(relative) if isinstance(relative, int | float) else None,
-    )
 
 
 def show(value: object) -> str:
@@ -101,31 +56,13 @@ def show(value: object) -> str:
         return repr(value)
 
 
-def _checks(case: Mapping[str, Any]) -> list[CheckChip]:
-    chips: list[CheckChip] = []
-    checks = case.get("checks")
-    if not isinstance(checks, Mapping):
-        return chips
-    for name, value in checks.items():
-        if value is True:
-            chips.append(CheckChip(str(name), "pass", "ok"))
-        elif value is False:
-            chips.append(CheckChip(str(name), "fail", "bad"))
-        else:
-            chips.append(CheckChip(str(name), "unassessed", "warn"))
-    return chips
-
-
-def _plural(count: int, word: str, plural: str | None = None) -> str:
-    return f"{count} {word if count == 1 else (plural or word + 's')}"
-
-
-# --------------------------------------------------------------------------- support episodes
+# --------------------------------------------------------------------------- episodes
 
 
 @dataclass(frozen=True)
 class FieldChange:
-    ticket: str
+    subject: str
+    """The record the change is to (the pack's subject, a ticket id)."""
     field: str
     before: str
     after: str
@@ -135,7 +72,7 @@ class FieldChange:
 
 @dataclass(frozen=True)
 class StateRow:
-    ticket: str
+    subject: str
     field: str
     initial: str
     final: str
@@ -143,7 +80,7 @@ class StateRow:
 
 
 @dataclass(frozen=True)
-class SupportStep:
+class EpisodeStep:
     index: int
     """0-based position in the trace (``data-step`` on the page)."""
     label: str
@@ -174,35 +111,41 @@ class SupportStep:
 
 
 @dataclass(frozen=True)
-class SupportEpisode:
+class Episode:
     anchor: str
     summary: str
     checks: list[CheckChip]
-    steps: list[SupportStep]
+    steps: list[EpisodeStep]
     hidden_steps: int
     state: list[StateRow]
-    kind: str = field(default="support", init=False)
+    subject_label: str
+    """The heading of the subject column (the pack's word, ``Ticket``)."""
+    scored_state: str
+    """What the verifier reads, in the pack's words (``the final ticket state``)."""
+    kind: str = field(default="episode", init=False)
 
 
-def _ticket_id(action: object) -> str | None:
+def _subject(action: object, argument: str) -> str | None:
+    """The record a tool call acts on: its ``argument`` (the pack's subject argument)."""
     if isinstance(action, Mapping):
         arguments = action.get("arguments")
-        if isinstance(arguments, Mapping) and isinstance(arguments.get("ticket_id"), str):
-            return str(arguments["ticket_id"])
+        if isinstance(arguments, Mapping) and isinstance(arguments.get(argument), str):
+            return str(arguments[argument])
     return None
 
 
-def _field_changes(changes: object) -> list[FieldChange]:
+def _field_changes(changes: object, whole: str) -> list[FieldChange]:
+    """``whole`` labels a change of a whole record (``(ticket)``)."""
     rows: list[FieldChange] = []
     if not isinstance(changes, Mapping):
         return rows
-    for ticket, change in changes.items():
+    for subject, change in changes.items():
         if not isinstance(change, Mapping):
             continue
         before = change.get("before")
         after = change.get("after")
         if not isinstance(before, Mapping) or not isinstance(after, Mapping):
-            rows.append(FieldChange(str(ticket), "(ticket)", show(before), show(after), ""))
+            rows.append(FieldChange(str(subject), whole, show(before), show(after), ""))
             continue
         names = [*before.keys(), *(name for name in after if name not in before)]
         for name in names:
@@ -217,7 +160,7 @@ def _field_changes(changes: object) -> list[FieldChange]:
                 )
             rows.append(
                 FieldChange(
-                    str(ticket),
+                    str(subject),
                     str(name),
                     show(old) if name in before else "(absent)",
                     show(new) if name in after else "(absent)",
@@ -233,8 +176,8 @@ class _Pending:
 
     step: int
     tool: object
-    ticket: str | None
-    request_id: object
+    subject: str | None
+    key: object
     committed: bool
     """The failed call changed the state anyway (a failure after the write)."""
 
@@ -250,15 +193,17 @@ def _retry(
     pending: _Pending | None,
     tool: object,
     arguments: Mapping[str, Any],
-    ticket: str | None,
+    subject: str | None,
+    labels: EpisodeLabels,
     changed: bool,
 ) -> _Retry | None:
-    if pending is None or tool != pending.tool or ticket != pending.ticket:
+    key_argument, noun = labels.idempotency_argument, labels.subject_label.lower()
+    if pending is None or tool != pending.tool or subject != pending.subject:
         return None
     shown = pending.step + 1
-    if "request_id" not in arguments and pending.request_id is None:
-        return _Retry(f"Retry of step {shown} (same tool on the same ticket).", False)
-    key, old = arguments.get("request_id"), pending.request_id
+    if key_argument not in arguments and pending.key is None:
+        return _Retry(f"Retry of step {shown} (same tool on the same {noun}).", False)
+    key, old = arguments.get(key_argument), pending.key
     if key == old:
         return _Retry(
             f"Retry of step {shown} with the same idempotency key {show(key)}: the "
@@ -277,13 +222,17 @@ def _retry(
     return _Retry(text, False)
 
 
-def _support_step(
-    index: int, total: int, entry: Mapping[str, Any], pending: _Pending | None
-) -> tuple[SupportStep, _Pending | None]:
+def _episode_step(
+    index: int,
+    total: int,
+    entry: Mapping[str, Any],
+    pending: _Pending | None,
+    labels: EpisodeLabels,
+) -> tuple[EpisodeStep, _Pending | None]:
     kind = str(entry.get("type", "unknown"))
     action = entry.get("action")
     label = f"Step {index + 1} of {total}"
-    empty = SupportStep(
+    empty = EpisodeStep(
         index,
         label,
         f"{index + 1}",
@@ -305,7 +254,7 @@ def _support_step(
     if kind == "finish":
         message = action.get("message") if isinstance(action, Mapping) else None
         text = f"“{message}”" if isinstance(message, str) else "none"
-        step = SupportStep(
+        step = EpisodeStep(
             index,
             label,
             f"{index + 1} finish",
@@ -327,7 +276,7 @@ def _support_step(
         return step, None
     if kind in ("agent_error", "environment_error"):
         words = "agent error" if kind == "agent_error" else "environment error"
-        step = SupportStep(
+        step = EpisodeStep(
             index,
             label,
             f"{index + 1} {words}",
@@ -352,10 +301,10 @@ def _support_step(
     tool = action.get("tool")
     raw_arguments = action.get("arguments")
     arguments: Mapping[str, Any] = raw_arguments if isinstance(raw_arguments, Mapping) else {}
-    ticket = _ticket_id(action)
+    subject = _subject(action, labels.subject_argument)
     facts = [
         Fact(
-            "request_id (idempotency key)" if name == "request_id" else str(name),
+            f"{name} (idempotency key)" if name == labels.idempotency_argument else str(name),
             value if isinstance(value, str) else show(value),
         )
         for name, value in arguments.items()
@@ -365,7 +314,8 @@ def _support_step(
     result = entry.get("result")
     result_map: Mapping[str, Any] = result if isinstance(result, Mapping) else {}
     source = entry.get("error_source")
-    changes = _field_changes(entry.get("changes"))
+    whole = f"({labels.subject_label.lower()})"
+    changes = _field_changes(entry.get("changes"), whole)
     error = ""
     error_source = ""
     retryable = False
@@ -392,7 +342,7 @@ def _support_step(
         outcome, tone = "replayed", "ok"
     else:
         outcome, tone = "ok", "ok"
-    retry = _retry(pending, tool, arguments, ticket, bool(changes))
+    retry = _retry(pending, tool, arguments, subject, labels, bool(changes))
     if retry is not None and retry.duplicate:
         outcome, tone = "ok · duplicate write", "bad"
     if changes and entry.get("status") == "tool_error":
@@ -409,14 +359,14 @@ def _support_step(
         )
     else:
         change_note = "No state change in this step."
-    key = arguments.get("request_id")
+    key = arguments.get(labels.idempotency_argument)
     tool_name = tool if isinstance(tool, str) else show(tool)
-    step = SupportStep(
+    step = EpisodeStep(
         index=index,
         label=label,
         chip=f"{index + 1} {tool_name}",
         kind=kind,
-        title=tool_name + (f" · {ticket}" if ticket else ""),
+        title=tool_name + (f" · {subject}" if subject else ""),
         outcome=outcome,
         tone=tone,
         arguments=facts,
@@ -431,65 +381,68 @@ def _support_step(
         not_scored=False,
     )
     following = (
-        _Pending(index, tool, ticket, arguments.get("request_id"), bool(changes))
+        _Pending(index, tool, subject, key, bool(changes))
         if entry.get("status") == "tool_error" and retryable
         else None
     )
     return step, following
 
 
-def _state_rows(initial: object, final: object) -> list[StateRow]:
+def _state_rows(initial: object, final: object, whole: str) -> list[StateRow]:
     rows: list[StateRow] = []
     first = initial if isinstance(initial, Mapping) else {}
     last = final if isinstance(final, Mapping) else {}
-    tickets = [*first.keys(), *(ticket for ticket in last if ticket not in first)]
-    for ticket in tickets:
-        before, after = first.get(ticket), last.get(ticket)
+    subjects = [*first.keys(), *(subject for subject in last if subject not in first)]
+    for subject in subjects:
+        before, after = first.get(subject), last.get(subject)
         if not isinstance(before, Mapping) or not isinstance(after, Mapping):
-            rows.append(
-                StateRow(str(ticket), "(ticket)", show(before), show(after), before != after)
-            )
+            rows.append(StateRow(str(subject), whole, show(before), show(after), before != after))
             continue
         names = [*before.keys(), *(name for name in after if name not in before)]
         for name in names:
             old = show(before[name]) if name in before else "(absent)"
             new = show(after[name]) if name in after else "(absent)"
-            rows.append(StateRow(str(ticket), str(name), old, new, old != new))
+            rows.append(StateRow(str(subject), str(name), old, new, old != new))
     return rows
 
 
-def build_support_episode(case: Mapping[str, Any], anchor: str) -> SupportEpisode | None:
-    """The step-by-step episode of a support-routing case record (None without a trace)."""
+def build_episode(case: Mapping[str, Any], anchor: str, labels: EpisodeLabels) -> Episode | None:
+    """The step-by-step episode of a case record (None without a trace), in the words of
+    ``labels`` (the pack's declaration)."""
     trace = case.get("trace")
     if not isinstance(trace, list) or not trace:
         return None
     entries = [entry for entry in trace if isinstance(entry, Mapping)]
     shown = entries[:MAX_STEPS]
-    steps: list[SupportStep] = []
+    steps: list[EpisodeStep] = []
     pending: _Pending | None = None
     for index, entry in enumerate(shown):
-        step, pending = _support_step(index, len(shown), entry, pending)
+        step, pending = _episode_step(index, len(shown), entry, pending, labels)
         steps.append(step)
     calls = sum(1 for step in steps if step.kind == "tool_call")
     injected = sum(1 for step in steps if step.outcome == "injected error")
     invalid = sum(1 for step in steps if step.outcome == "validation error")
     retries = sum(1 for step in steps if step.retry)
     finished = any(step.kind == "finish" for step in steps)
-    parts = [_plural(calls, "tool call")]
+    parts = [plural(calls, "tool call")]
     if injected:
-        parts.append(_plural(injected, "injected error"))
+        parts.append(plural(injected, "injected error"))
     if invalid:
-        parts.append(_plural(invalid, "validation error"))
+        parts.append(plural(invalid, "validation error"))
     if retries:
-        parts.append(_plural(retries, "retry", "retries"))
+        parts.append(plural(retries, "retry", "retries"))
     parts.append("finished" if finished else "no finish")
-    return SupportEpisode(
+    return Episode(
         anchor=anchor,
         summary=", ".join(parts) + ".",
-        checks=_checks(case),
+        checks=check_chips(case.get("checks")),
         steps=steps,
         hidden_steps=len(entries) - len(shown),
-        state=_state_rows(case.get("initial_state"), case.get("final_state")),
+        state=_state_rows(
+            case.get("initial_state"), case.get("final_state"), f"({labels.subject_label.lower()})"
+        ),
+        subject_label=labels.subject_label,
+        scored_state=labels.scored_state,
     )
 
 
@@ -573,7 +526,7 @@ class _TranscriptReader:
     """Walks a recording once: numbers the requests, pairs them with responses, replays the
     oracle over them and notes the first failing request."""
 
-    def __init__(self, case: Mapping[str, Any], rules: PackRules) -> None:
+    def __init__(self, case: Mapping[str, Any], view: PackTraceView) -> None:
         self.case = case
         self.status = case.get("status")
         completed = case.get("checks_completed")
@@ -583,7 +536,7 @@ class _TranscriptReader:
             if self.matched is not None and self.status in ("failed", "agent_error")
             else None
         )
-        self.oracle = rules.expected_response
+        self.oracle = view.expected_response
         self.state: dict[str, Any] = {}
         self.number = 0
         self.shown = 0
@@ -671,12 +624,12 @@ class _TranscriptReader:
 
 
 def build_transcript(
-    case: Mapping[str, Any], events: Events | None, anchor: str, rules: PackRules | None = None
+    case: Mapping[str, Any], events: Events | None, anchor: str, view: PackTraceView | None = None
 ) -> TranscriptView | None:
     """Requests and responses per process from a case's recording (None without one)."""
     if not events:
         return None
-    reader = _TranscriptReader(case, rules or PackRules())
+    reader = _TranscriptReader(case, view or PackTraceView())
     by_session: dict[int, list[Mapping[str, Any]]] = {}
     for event in events:
         session = event.get("session")
@@ -692,10 +645,10 @@ def build_transcript(
     restarts = max(0, len(processes) - 1)
     kills = sum(1 for run in processes if run.ending.startswith("killed"))
     parts = [
-        _plural(len(processes), "process", "processes"),
-        _plural(restarts, "restart"),
-        _plural(kills, "kill"),
-        _plural(reader.number, "request"),
+        plural(len(processes), "process", "processes"),
+        plural(restarts, "restart"),
+        plural(kills, "kill"),
+        plural(reader.number, "request"),
     ]
     if reader.matched is not None:
         parts.append(f"{reader.matched} matched")
@@ -704,14 +657,14 @@ def build_transcript(
     return TranscriptView(
         anchor=anchor,
         summary=", ".join(parts) + ".",
-        checks=_checks(case),
+        checks=check_chips(case.get("checks")),
         processes=processes,
         mismatch=reader.mismatch,
         hidden_exchanges=reader.hidden,
     )
 
 
-# --------------------------------------------------------------------------- robot reviews
+# --------------------------------------------------------------------------- report reviews
 
 
 @dataclass(frozen=True)
@@ -727,32 +680,32 @@ class ReviewField:
 
 
 @dataclass(frozen=True)
-class RobotReview:
+class ReportReview:
     anchor: str
     summary: str
     checks: list[CheckChip]
     fields: list[ReviewField]
     notes: list[str]
     """Envelope and key-set problems, which belong to no one field."""
-    kind: str = field(default="robot", init=False)
+    kind: str = field(default="report-fields", init=False)
 
 
 _MISSING = object()
 
 
-def _tolerance(rules: PackRules) -> str:
-    if rules.absolute_tolerance is None or rules.relative_tolerance is None:
+def _tolerance(view: PackTraceView) -> str:
+    if view.absolute_tolerance is None or view.relative_tolerance is None:
         return "within the pack's tolerance"
-    return f"within {rules.absolute_tolerance:g} absolute or {rules.relative_tolerance:g} relative"
+    return f"within {view.absolute_tolerance:g} absolute or {view.relative_tolerance:g} relative"
 
 
-def _rule(expected: object, rules: PackRules) -> str:
+def _rule(expected: object, view: PackTraceView) -> str:
     if isinstance(expected, bool):
         return "exactly this boolean"
     if isinstance(expected, int):
         return "exactly this integer"
     if isinstance(expected, float):
-        return _tolerance(rules)
+        return _tolerance(view)
     if isinstance(expected, str):
         return "exactly this text"
     if (
@@ -760,7 +713,7 @@ def _rule(expected: object, rules: PackRules) -> str:
         and expected
         and all(isinstance(item, float) for item in expected)
     ):
-        return f"each of {len(expected)} components {_tolerance(rules)}"
+        return f"each of {len(expected)} components {_tolerance(view)}"
     if isinstance(expected, list):
         return "exactly this list"
     return "exactly this value"
@@ -799,14 +752,14 @@ def _difference(actual: object, expected: object) -> str:
     return ""
 
 
-def build_robot_review(
-    case: Mapping[str, Any], anchor: str, rules: PackRules | None = None
-) -> RobotReview | None:
+def build_report_review(
+    case: Mapping[str, Any], anchor: str, view: PackTraceView | None = None
+) -> ReportReview | None:
     """Each report field against its expected value and rule (None without an expected report)."""
     expected = case.get("expected")
     if not isinstance(expected, Mapping):
         return None
-    rules = rules or PackRules()
+    view = view or PackTraceView()
     trace = case.get("trace")
     response: object = None
     if isinstance(trace, list) and trace and isinstance(trace[-1], Mapping):
@@ -851,10 +804,10 @@ def build_robot_review(
         fields.append(
             ReviewField(
                 name=str(name),
-                dimension=rules.field_dimensions.get(str(name), "—"),
+                dimension=view.field_dimensions.get(str(name), "—"),
                 expected=show(value),
                 actual="(missing)" if actual is _MISSING else show(actual),
-                rule=_rule(value, rules),
+                rule=_rule(value, view),
                 difference=("" if actual is _MISSING else _difference(actual, value)) or "—",
                 verdict=verdict,
                 tone=tone,
@@ -866,30 +819,30 @@ def build_robot_review(
         if status != "environment_error" and response is not None
         else f"{len(fields)} report fields, none assessed."
     )
-    return RobotReview(anchor, summary, _checks(case), fields, notes)
+    return ReportReview(anchor, summary, check_chips(case.get("checks")), fields, notes)
 
 
 # --------------------------------------------------------------------------- dispatch
 
-TraceView = SupportEpisode | TranscriptView | RobotReview
+TraceView = Episode | TranscriptView | ReportReview
 
 
 def build_trace(
-    task_id: str,
+    view: PackTraceView,
     case: Mapping[str, Any],
     events: Events | None,
     anchor: str,
-    rules: PackRules | None = None,
 ) -> TraceView | None:
-    """The trace view of one case of a ``task_id`` evaluation, or None when nothing was kept.
+    """The trace view of one case, the kind its pack declares (``view``, from
+    :func:`evalarc.packs.pack_trace_view`), or None when nothing was kept.
 
     ``events`` are the case's recording events (``None`` when not available); ``anchor`` is the
     HTML id prefix of the view."""
-    if task_id == SUPPORT_TASK:
-        return build_support_episode(case, anchor)
-    if task_id == ROBOT_TASK:
-        return build_robot_review(case, anchor, rules)
-    return build_transcript(case, events, anchor, rules)
+    if view.view == "episode" and view.episode is not None:
+        return build_episode(case, anchor, view.episode)
+    if view.view == "report-fields":
+        return build_report_review(case, anchor, view)
+    return build_transcript(case, events, anchor, view)
 
 
 def parse_events(data: bytes) -> list[dict[str, Any]] | None:

@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalarc.review.hillclimb_text import (
+from evalarc.pages.blocks import Card, TriageRow
+from evalarc.pages.record_fields import RecordField, record_fields
+from evalarc.pages.render import render_page
+from evalarc.reports.hillclimb_text import (
     category_text,
     fraction,
     interval_text,
@@ -17,8 +20,6 @@ from evalarc.review.hillclimb_text import (
     points,
     ratio_text,
 )
-from evalarc.site.record_page import RecordField, record_fields
-from evalarc.site.render import render_page
 
 HIT_TEXT_CHARS = 160
 MAX_HITS = 200
@@ -42,15 +43,8 @@ REPORT_SECTIONS: dict[str, str] = {
     "scope": "scope",
 }
 """Top-level keys of hillclimb.json that a dedicated section shows -> its id; every other key is in
-the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+the page's "Also recorded" block (:mod:`evalarc.pages.record_fields`)."""
 REPORT_FILE = "hillclimb.json"
-
-
-@dataclass(frozen=True)
-class Card:
-    value: str
-    label: str
-    alert: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,14 +59,6 @@ class StepRow:
     tone: str
     reason: str
     stalled: bool
-
-
-@dataclass(frozen=True)
-class TriageRow:
-    case_id: str
-    category: str
-    checks: str
-    next_step: str
 
 
 @dataclass(frozen=True)

@@ -20,47 +20,88 @@ The folder is staged and published only when complete; Ctrl-C leaves no folder a
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from evalarc import __version__
-from evalarc.bundle import params_document, staged_folder, write_json, write_text
+from evalarc.bundle import (
+    EvidenceFolder,
+    load_report_json,
+    params_document,
+    staged_folder,
+    write_json,
+    write_text,
+)
 from evalarc.canonical import JSONValue, compact_json
 from evalarc.clock import now_utc
-from evalarc.errors import ExitCode, OutputError, UsageError
-from evalarc.evaluate_command import (
-    DEFAULT_IMAGE,
-    EvaluateOptions,
-    RecordingWriter,
-    _make_backend,
-    _make_parents,
-    _remove_empty,
-    _uninterruptible,
-    check_executor,
-    check_seconds,
-    close_backend,
-    executor_notes,
-    executor_params,
-    jobs_for,
-    recording_index,
-    stamp_event,
-)
+from evalarc.errors import EvalArcError, ExitCode, OutputError, UsageError, VerificationError
 from evalarc.packs import (
+    EventSink,
     Grader,
     Pack,
     PackCase,
+    evaluate,
     grader_sha256,
     load_pack,
     materialize_workspace,
     plan_cases,
     validate_seeds,
 )
+from evalarc.pages.view import PageView
+from evalarc.reports.backends import (
+    BACKENDS,
+    DEFAULT_IMAGE,
+    DEFAULT_TASK,
+    LANGUAGES,
+    BackendChoice,
+    check_executor,
+    check_seconds,
+    close_backend,
+    executor_notes,
+    executor_params,
+    jobs_for,
+    make_backend,
+)
+from evalarc.reports.kind import ReportKind, write_page
+from evalarc.reports.replayed import (
+    INFORMATIONAL,
+    SCOPE,
+    RecordedOptions,
+    adopt_timings,
+    case_labels,
+    events_check,
+    fixed_clock,
+    recorded_options,
+    recorded_pack,
+    recorded_text,
+    recordings_store,
+    refuse_divergences,
+    replay_request,
+)
+from evalarc.reports.run_folder import (
+    EVENTS_FILE,
+    INDEX_FILE,
+    RECORDINGS_DIR,
+    RecordingWriter,
+    make_parents,
+    recording_index,
+    remove_empty,
+    stamp_event,
+    uninterruptible,
+)
 from evalarc.resources import bundled_dir
-from evalarc.review.audit import REFERENCE_CONTROL, AuditContext, FaultRun, compute_audit
+from evalarc.review.audit import (
+    AUDIT_SCHEMA,
+    REFERENCE_CONTROL,
+    AuditContext,
+    FaultRun,
+    compute_audit,
+)
 from evalarc.runtime.owner import claim_work_folder, sweep_work_folders
 from evalarc.runtime.protocol import Backend, Limits
 from evalarc.runtime.recording import RecordingIndex, save_index
@@ -70,7 +111,6 @@ from evalarc.runtime.replay import (
     RecordingStore,
     ReplayBackend,
     RuntimeRequest,
-    case_label,
     make_replay_backend,
     open_store,
     recordings_label,
@@ -89,22 +129,13 @@ from evalarc.schedule import (
     run_subjects,
 )
 
-DEFAULT_TASK = "durable-kv"
 DEFAULT_OUTPUT = Path("runs") / "audit"
-BACKENDS = ("docker", "local", "replay")
-LANGUAGES = ("python", "javascript")
 REPORT_FILE = "audit.json"
 EVALUATIONS_DIR = "evaluations"
-RECORDINGS_DIR = "recordings"
-INDEX_FILE = "index.json"
-EVENTS_FILE = "events.jsonl"
-PAGE_FILE = "index.html"
 LOCAL_REFUSAL = (
     "local mode executes host code: the controls run as you, with your files and network; "
     "pass --trust-local to allow it (or use --backend docker or replay)"
 )
-
-EventSink = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,14 +327,6 @@ def prepare_controls(pack: Pack, language: str, work: Path) -> list[Control]:
     return controls
 
 
-def case_labels(pack: Pack, seeds: Sequence[int]) -> list[str]:
-    return [
-        case_label(case.seed, case.case_id)
-        for seed in seeds
-        for case in pack.grader.generate_cases(seed)
-    ]
-
-
 def replay_backends(
     controls: Sequence[Control],
     store: RecordingStore,
@@ -339,14 +362,9 @@ def _live_backend(
 ) -> Backend:
     """The same Docker or local backend ``evaluate`` builds (Docker: with its record of
     container creations that Ctrl-C interrupted)."""
-    evaluate_options = EvaluateOptions(
-        task=options.task,
-        backend=options.backend,
-        trust_local=options.trust_local,
-        image=resolved.image,
-    )
-    return _make_backend(
-        evaluate_options, control.snapshot, resolved.limits, work / "cases" / control.name, owner
+    choice = BackendChoice(backend=options.backend, image=resolved.image)
+    return make_backend(
+        choice, control.snapshot, resolved.limits, work / "cases" / control.name, owner
     )
 
 
@@ -400,6 +418,18 @@ class AuditResult:
             return ExitCode.INVALID
         return ExitCode.ACCEPTED if self.audit["passed"] else ExitCode.REJECTED
 
+    def warnings(self) -> list[str]:
+        """What ``evalarc audit`` prints on stderr beside the result: each divergent recording,
+        each foreign grader whose recordings were replayed, each rejected transcript."""
+        return [
+            *(divergence.describe() for divergence in self.divergences),
+            *(
+                f"replayed recordings made under grader {grader[:12]} through today's grader"
+                for grader in self.foreign_graders
+            ),
+            *self.notes,
+        ]
+
 
 def audit_context(
     pack: Pack, language: str, seeds: Sequence[int], without_cases: Sequence[str], created_at: str
@@ -446,7 +476,7 @@ def run_audit(
     pack = resolved.pack
     if output.exists() or output.is_symlink():
         raise OutputError(f"output folder {output} already exists; choose a new one")
-    created_parents = _make_parents(output.parent)
+    created_parents = make_parents(output.parent)
     sweep_work_folders(temp_root)
     progress = Progress(on_event, stamp_event)
     controls: list[Control] = []
@@ -454,7 +484,7 @@ def run_audit(
     try:
         work = Path(tempfile.mkdtemp(prefix="evalarc-audit-", dir=temp_root))
     except OSError as error:
-        _remove_empty(created_parents)
+        remove_empty(created_parents)
         raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
     owner = claim_work_folder(work)
     try:
@@ -511,13 +541,13 @@ def run_audit(
                 foreign.update(control.backend.foreign_graders)
         return AuditResult(audit, output, divergences, sorted(foreign), notes)
     finally:
-        with _uninterruptible():
+        with uninterruptible():
             for control in controls:
                 if control.backend is not None and not isinstance(control.backend, ReplayBackend):
                     close_backend(control.backend)
             shutil.rmtree(work, ignore_errors=True)
             if not published:
-                _remove_empty(created_parents)
+                remove_empty(created_parents)
 
 
 def _request_for(request: RuntimeRequest, controls: Sequence[Control]) -> RuntimeRequest:
@@ -535,8 +565,6 @@ def _write_audit_folder(
     created_at: str,
     events: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    from evalarc.site.audit_page import render_audit_page
-
     recordings = staging / RECORDINGS_DIR
     recordings.mkdir(exist_ok=True)
     (staging / EVALUATIONS_DIR).mkdir()
@@ -560,8 +588,9 @@ def _write_audit_folder(
     )
     write_json(staging / REPORT_FILE, audit)
     write_text(staging / EVENTS_FILE, "".join(compact_json(event) + "\n" for event in events))
-    write_json(staging / "params.json", params_document("audit", audit_params(options, resolved)))
-    write_text(staging / PAGE_FILE, render_audit_page(audit))
+    params = params_document("audit", audit_params(options, resolved))
+    write_json(staging / "params.json", params)
+    write_page(staging, KIND, params, audit)
     return audit
 
 
@@ -598,3 +627,168 @@ def progress_line(event: Mapping[str, Any]) -> str | None:
     score = event.get("score")
     shown = "unavailable" if score is None else f"{score:.4f}"
     return f"{event['control']}: score {shown} | status {event['status']}"
+
+
+def recompute_audit_folder(
+    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
+) -> dict[str, Any]:
+    """Replay every control of an audit folder and recompute the audit."""
+    if recorded.get("schema_version") != AUDIT_SCHEMA:
+        raise VerificationError(f"{REPORT_FILE} does not hold an audit report")
+    pack = recorded_pack(params)
+    options = recorded_options(params, pack)
+    language = recorded_text(params, "language")
+    without = params.get("without_cases")
+    if not isinstance(without, list) or not all(isinstance(case, str) for case in without):
+        raise VerificationError("params.json has no without_cases list")
+    try:
+        pack.language(language)
+        audited = reduced_pack(pack, without, options.seeds) if without else pack
+    except EvalArcError as error:
+        raise VerificationError(f"params.json: {error.message}") from None
+    saved = _saved_evaluations(folder, recorded, audited)
+    work = Path(tempfile.mkdtemp(prefix="evalarc-verify-"))
+    try:
+        controls = prepare_controls(audited, language, work)
+        for control in controls:
+            recorded_sha = saved[control.name].get("candidate_sha256")
+            if control.snapshot.sha256 != recorded_sha:
+                raise VerificationError(
+                    f"the pack's {control.name} control ({language}) is not the candidate "
+                    f"this audit ran"
+                )
+        store = recordings_store(folder, options)
+        replay_backends(
+            controls,
+            store,
+            audited,
+            replay_request(options, controls[0].snapshot.command),
+            case_labels(audited, options.seeds),
+        )
+        reports = {
+            control.name: _replay_control(control, audited, options, saved, store)
+            for control in controls
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    context = audit_context(
+        audited, language, options.seeds, without, str(recorded.get("created_at", ""))
+    )
+    return build_audit(
+        audited,
+        reports[REFERENCE_CONTROL],
+        {name: report for name, report in reports.items() if name != REFERENCE_CONTROL},
+        context,
+    )
+
+
+def _replay_control(
+    control: Control,
+    pack: Pack,
+    options: RecordedOptions,
+    saved: Mapping[str, Mapping[str, Any]],
+    store: RecordingStore,
+) -> dict[str, Any]:
+    backend = control.backend
+    assert isinstance(backend, ReplayBackend)
+    created = saved[control.name].get("created_at")
+    run = evaluate(
+        pack,
+        control.snapshot,
+        backend,
+        options.seeds,
+        options.limits,
+        now=lambda: fixed_clock(created),
+    )
+    refuse_divergences(backend.divergences)
+    report = run.report
+    adopt_timings(report, saved[control.name], store, options.backend != "replay")
+    return report
+
+
+def _saved_evaluations(
+    folder: EvidenceFolder, recorded: Mapping[str, Any], pack: Pack
+) -> dict[str, Mapping[str, Any]]:
+    """Each control's evaluation as embedded in audit.json, checked against its copy in
+    ``evaluations/``."""
+    reference = recorded.get("reference")
+    mutants = recorded.get("mutants")
+    if not isinstance(reference, dict) or not isinstance(mutants, list):
+        raise VerificationError(f"{REPORT_FILE} lacks its reference or mutants")
+    saved: dict[str, Mapping[str, Any]] = {REFERENCE_CONTROL: reference}
+    for row in mutants:
+        if (
+            isinstance(row, dict)
+            and isinstance(row.get("name"), str)
+            and isinstance(row.get("evaluation"), dict)
+        ):
+            saved[row["name"]] = row["evaluation"]
+    expected = [REFERENCE_CONTROL, *(fault.name for fault in pack.faults)]
+    if sorted(saved) != sorted(expected) or len(mutants) != len(pack.faults):
+        raise VerificationError(
+            f"{REPORT_FILE} does not list the pack's declared controls ({', '.join(expected)})"
+        )
+    for name in expected:
+        copy = load_report_json(folder, f"{EVALUATIONS_DIR}/{name}.json")
+        if _canonical(copy) != _canonical(saved[name]):
+            raise VerificationError(
+                f"{EVALUATIONS_DIR}/{name}.json differs from the evaluation in {REPORT_FILE}"
+            )
+    return saved
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, allow_nan=False)
+
+
+def audit_summary(audit: dict[str, Any]) -> dict[str, Any]:
+    """What ``verify`` says about a consistent audit: resolved refers to the reference, passed
+    to the whole audit (reference resolved and every declared fault detected)."""
+    detection = audit.get("detection") if isinstance(audit.get("detection"), dict) else {}
+    assert isinstance(detection, dict)
+    return {
+        "records_valid": audit.get("valid") is True,
+        "fully_resolved": audit.get("reference_passed") is True,
+        "passed": audit.get("passed") is True,
+        "mutation_score": audit.get("mutation_score"),
+        "weakest_margin": detection.get("weakest_margin"),
+        "scope": SCOPE,
+    }
+
+
+def derived_audit_files(
+    folder: EvidenceFolder, params: dict[str, Any], audit: dict[str, Any]
+) -> dict[str, Any]:
+    """What ``audit`` derives from an audit: each control's evaluation copy, the events (runs
+    interleave when controls ran in parallel) and the page."""
+    from evalarc.bundle import text_bytes
+    from evalarc.canonical import pretty_json
+
+    runs: list[tuple[str | None, Mapping[str, Any]]] = [(REFERENCE_CONTROL, audit["reference"])]
+    runs += [(row["name"], row["evaluation"]) for row in audit["mutants"]]
+    derived: dict[str, Any] = {
+        f"{EVALUATIONS_DIR}/{name}.json": text_bytes(pretty_json(report)) for name, report in runs
+    }
+    derived[EVENTS_FILE] = events_check(runs)
+    return derived
+
+
+def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+    from evalarc.pages.audit import build_audit_page
+
+    page = build_audit_page(report)
+    return PageView("audit.html.j2", f"Audit · {report['task']['id']}", page.banner, page)
+
+
+KIND = ReportKind(
+    name="audit",
+    label="Grader audit",
+    schema=AUDIT_SCHEMA,
+    report_file=REPORT_FILE,
+    page=page_view,
+    recompute=recompute_audit_folder,
+    summarize=audit_summary,
+    derive=derived_audit_files,
+    volatile=((), ("reference",), ("mutants", "*", "evaluation")),
+    informational=INFORMATIONAL,
+)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
-    Later,
-    ReportKind,
+    copy_suffix,
     copy_verified,
     params_document,
     staged_folder,
@@ -31,11 +30,16 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
-from evalarc.canonical import pretty_json, sha256_bytes
+from evalarc.canonical import pretty_json
 from evalarc.clock import timestamp
 from evalarc.errors import UsageError, VerificationError
-from evalarc.formats import Run, load_results
-from evalarc.formats.model import Source
+from evalarc.formats import load_results
+from evalarc.formats.harness import HarnessFile, collect_harness
+from evalarc.formats.split import load_split
+from evalarc.pages.view import PageView
+from evalarc.reports.hillclimb_text import markdown_summary
+from evalarc.reports.kind import ReportKind, write_page
+from evalarc.reports.recorded_inputs import recorded_harness, recorded_run, recorded_split
 from evalarc.review.hillclimb import (
     HILLCLIMB_SCHEMA,
     MAX_STEPS,
@@ -43,14 +47,11 @@ from evalarc.review.hillclimb import (
     compute_hillclimb,
     tuning_failures_document,
 )
-from evalarc.review.hillclimb_text import markdown_summary
-from evalarc.review.leakage import HarnessFile, collect_harness
-from evalarc.review.split import CaseSplit, load_split
 
 REPORT_FILE = "hillclimb.json"
 TUNING_FAILURES_FILE = "tuning-failures.json"
 SPLIT_FILE = "split.json"
-KIND = "hillclimb-review"
+KIND_NAME = "hillclimb-review"
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,9 @@ class HillclimbRequest:
 
 
 def input_copy_name(index: int, original: Path) -> str:
-    """``inputs/NN-<original name>``, 0-based in the order given (the baseline is 00)."""
-    return f"inputs/{index:02d}-{original.name}"
+    """``inputs/NN-<original name>``, 0-based in the order given (the baseline is 00), with a
+    passive suffix (:func:`evalarc.bundle.copy_suffix`)."""
+    return f"inputs/{index:02d}-{original.stem}{copy_suffix(original)}"
 
 
 def _check_request(request: HillclimbRequest) -> None:
@@ -137,7 +139,7 @@ def hillclimb_params(
 ) -> dict[str, Any]:
     """params.json of a hillclimb-review folder: every option, the input copies, split, harness."""
     return params_document(
-        KIND,
+        KIND_NAME,
         {
             "format": fmt,
             "threshold": threshold,
@@ -164,15 +166,13 @@ def write_review_files(
 ) -> None:
     """Write harness copies, params.json, hillclimb.json, tuning-failures.json, summary.md and
     index.html into ``folder`` (input and split copies are the caller's)."""
-    from evalarc.site.hillclimb_page import render_hillclimb_page
-
     for entry, item in zip(params["harness"] or [], harness or [], strict=True):
         write_bytes(folder / entry["file"], item.data)
     write_json(folder / PARAMS_FILE, params)
     write_json(folder / REPORT_FILE, report)
     write_json(folder / TUNING_FAILURES_FILE, tuning_failures_document(report))
     write_text(folder / "summary.md", markdown_summary(report))
-    write_text(folder / "index.html", render_hillclimb_page(report))
+    write_page(folder, KIND, params, report)
 
 
 # -- verify ---------------------------------------------------------------------------------------
@@ -217,55 +217,12 @@ def options_from_params(params: dict[str, Any]) -> HillclimbOptions:
     return options
 
 
-def _harness_copies(folder: EvidenceFolder, entries: object) -> list[HarnessFile] | None:
-    if entries is None:
-        return None
-    if not isinstance(entries, list):
-        raise VerificationError(f"{PARAMS_FILE} has a malformed harness list")
-    harness = []
-    for entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-            raise VerificationError(f"{PARAMS_FILE} has a malformed harness entry")
-        data = folder.read_bytes(entry["file"])
-        item = HarnessFile(str(entry.get("label")), data, sha256_bytes(data))
-        if item.sha256 != entry.get("sha256"):
-            raise VerificationError(
-                f"{entry['file']} differs from the harness file that was scanned"
-            )
-        harness.append(item)
-    return harness
-
-
-def _recorded_input(
-    folder: EvidenceFolder, entry: object, recorded: object, fmt: str, threshold: float
-) -> Run:
-    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-        raise VerificationError(f"{PARAMS_FILE} has a malformed input entry")
-    name = entry["file"]
-    path = folder.hash_file(name)
-    source = recorded.get("source") if isinstance(recorded, dict) else None
-    if not isinstance(source, dict) or folder.files[name].sha256 != source.get("sha256"):
-        raise VerificationError(f"{name} differs from the input the report recorded")
-    run = load_results(path, fmt, threshold)
-    return run.with_source(Source(str(source.get("name")), str(source["sha256"])))
-
-
-def _recorded_split(folder: EvidenceFolder, name: object, recorded: dict[str, Any]) -> CaseSplit:
-    if not isinstance(name, str):
-        raise VerificationError(f"{PARAMS_FILE} names no split file")
-    split = load_split(folder.hash_file(name))
-    source = (recorded.get("split") or {}).get("source") or {}
-    if isinstance(source.get("name"), str):
-        split = replace(split, source=Source(source["name"], split.source.sha256))
-    return split
-
-
 def recompute_hillclimb_folder(
     folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
 ) -> dict[str, Any]:
     """Recompute a saved hillclimb review from the folder's copies and recorded options."""
     if recorded.get("schema_version") != HILLCLIMB_SCHEMA:
-        raise VerificationError(f"{REPORT_FILE} does not hold a {KIND} report")
+        raise VerificationError(f"{REPORT_FILE} does not hold a {KIND_NAME} report")
     options = options_from_params(params)
     inputs = params.get("inputs")
     labels = params.get("labels")
@@ -283,11 +240,13 @@ def recompute_hillclimb_folder(
     fmt = _text(params, "format")
     threshold = _number(params, "threshold")
     runs = [
-        _recorded_input(folder, entry, recorded_run, fmt, threshold)
-        for entry, recorded_run in zip(inputs, recorded_runs, strict=True)
+        recorded_run(folder, entry, saved, fmt, threshold)
+        for entry, saved in zip(inputs, recorded_runs, strict=True)
     ]
-    harness = _harness_copies(folder, params.get("harness"))
-    split = _recorded_split(folder, params.get("split"), recorded)
+    harness = recorded_harness(folder, params.get("harness"))
+    split = recorded_split(
+        folder, params.get("split"), (recorded.get("split") or {}).get("source") or {}
+    )
     return compute_hillclimb(
         runs,
         labels,
@@ -311,18 +270,26 @@ def derived_hillclimb_files(
     folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
 ) -> Derived:
     """The files ``write_review_files`` derives from the report, for ``verify`` to compare."""
-    from evalarc.site.hillclimb_page import render_hillclimb_page
 
     return {
         TUNING_FAILURES_FILE: text_bytes(pretty_json(tuning_failures_document(report))),
         "summary.md": text_bytes(markdown_summary(report)),
-        "index.html": Later(lambda: text_bytes(render_hillclimb_page(report))),
     }
 
 
-REPORT_KIND = ReportKind(
-    name=KIND,
+def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+    from evalarc.pages.hillclimb import build_hillclimb_page
+
+    page = build_hillclimb_page(report)
+    return PageView("hillclimb.html.j2", "Hillclimb review", page.verdict_title, page)
+
+
+KIND = ReportKind(
+    name=KIND_NAME,
+    label="Hillclimb review",
+    schema=HILLCLIMB_SCHEMA,
     report_file=REPORT_FILE,
+    page=page_view,
     recompute=recompute_hillclimb_folder,
     summarize=hillclimb_summary,
     derive=derived_hillclimb_files,

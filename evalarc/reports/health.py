@@ -18,8 +18,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
-    Later,
-    ReportKind,
+    copy_suffix,
     copy_verified,
     params_document,
     recorded_object,
@@ -32,15 +31,18 @@ from evalarc.canonical import compact_json
 from evalarc.clock import timestamp
 from evalarc.errors import OutputError, VerificationError
 from evalarc.formats import Run, load_results
+from evalarc.formats.manifest import CaseManifest, load_manifest
 from evalarc.formats.model import Source
+from evalarc.pages.view import PageView
+from evalarc.reports.health_text import markdown_summary
+from evalarc.reports.kind import ReportKind, write_page
+from evalarc.reports.recorded_inputs import recorded_run
 from evalarc.review.health import HEALTH_SCHEMA, MAX_INPUTS, HealthOptions, compute_health
-from evalarc.review.health_text import markdown_summary
-from evalarc.review.manifest import CaseManifest, load_manifest
 
 REPORT_FILE = "health.json"
 CASES_FILE = "cases.json"
 CASE_LINES_FILE = "cases.jsonl"
-KIND = "eval-health"
+KIND_NAME = "eval-health"
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,9 @@ class HealthRequest:
 
 
 def input_copy_name(position: int, original: Path) -> str:
-    """``inputs/NN<suffix>`` for the 1-based ``position`` (``.json`` when there is no suffix)."""
-    return f"inputs/{position:02d}{original.suffix or '.json'}"
+    """``inputs/NN<suffix>`` for the 1-based ``position`` (suffix: see
+    :func:`evalarc.bundle.copy_suffix`)."""
+    return f"inputs/{position:02d}{copy_suffix(original)}"
 
 
 def run_health(request: HealthRequest, output: Path | None = None) -> dict[str, Any]:
@@ -75,7 +78,7 @@ def run_health(request: HealthRequest, output: Path | None = None) -> dict[str, 
 def health_params(request: HealthRequest, report: dict[str, Any]) -> dict[str, Any]:
     options = request.options
     return params_document(
-        KIND,
+        KIND_NAME,
         {
             "format": report["format"],
             "threshold": options.threshold,
@@ -139,8 +142,6 @@ def write_health_folder(
     manifest: CaseManifest | None,
 ) -> None:
     """Publish the health report folder atomically (see :mod:`evalarc.bundle`)."""
-    from evalarc.site.health_page import render_health_page
-
     params = health_params(request, report)
     with staged_folder(output) as folder:
         for entry, path, run in zip(params["inputs"], request.inputs, runs, strict=True):
@@ -151,7 +152,7 @@ def write_health_folder(
         write_json(folder / REPORT_FILE, report)
         _write_case_lines(folder / CASE_LINES_FILE, runs)
         write_text(folder / "summary.md", markdown_summary(report))
-        write_text(folder / "index.html", render_health_page(report, runs[-1]))
+        write_page(folder, KIND, params, report)
 
 
 # -- verify -----------------------------------------------------------------------------------
@@ -213,8 +214,8 @@ def recompute_health_folder(
     options = options_from_params(params)
     fmt = str(params.get("format"))
     runs = [
-        _load_recorded_input(folder, entry, recorded_run, fmt, options.threshold)
-        for entry, recorded_run in zip(inputs, recorded_runs, strict=True)
+        recorded_run(folder, entry, saved, fmt, options.threshold)
+        for entry, saved in zip(inputs, recorded_runs, strict=True)
     ]
     manifest = None
     if params.get("cases") is not None:
@@ -227,20 +228,6 @@ def recompute_health_folder(
     )
 
 
-def _load_recorded_input(
-    folder: EvidenceFolder, entry: object, recorded_run: object, fmt: str, threshold: float
-) -> Run:
-    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-        raise VerificationError(f"{PARAMS_FILE} has a malformed input entry")
-    name = entry["file"]
-    path = folder.hash_file(name)
-    source = recorded_run.get("source") if isinstance(recorded_run, dict) else None
-    if not isinstance(source, dict) or folder.files[name].sha256 != source.get("sha256"):
-        raise VerificationError(f"{name} differs from the input the report recorded")
-    run = load_results(path, fmt, threshold)
-    return run.with_source(Source(str(source.get("name")), str(source["sha256"])))
-
-
 def health_summary(report: dict[str, Any]) -> dict[str, Any]:
     """What ``verify`` says about a health report: healthy (= passed) and the warning count."""
     healthy = report.get("healthy") is True
@@ -251,25 +238,44 @@ def derived_health_files(
     folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
 ) -> Derived:
     """The files ``write_health_folder`` derives (case lines, summary, page), for ``verify``."""
-    from evalarc.site.health_page import render_health_page
 
     options = options_from_params(params)
     fmt = str(params.get("format"))
     runs = [
-        _load_recorded_input(folder, entry, recorded_run, fmt, options.threshold)
-        for entry, recorded_run in zip(params["inputs"], report["runs"], strict=True)
+        recorded_run(folder, entry, saved, fmt, options.threshold)
+        for entry, saved in zip(params["inputs"], report["runs"], strict=True)
     ]
     lines = "".join(compact_json(record) + "\n" for run in runs for record in case_lines(run))
     return {
         CASE_LINES_FILE: text_bytes(lines),
         "summary.md": text_bytes(markdown_summary(report)),
-        "index.html": Later(lambda: text_bytes(render_health_page(report, runs[-1]))),
     }
 
 
-REPORT_KIND = ReportKind(
-    name=KIND,
+def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+    from evalarc.formats import load_results
+    from evalarc.formats.model import Source
+    from evalarc.pages.health import build_health_page
+    from evalarc.reports.health import options_from_params
+
+    # The page shows the last file's recorded outputs, read from the bundle's own copy.
+    last_input = params["inputs"][-1]["file"]
+    source = report["runs"][-1]["source"]
+    run = load_results(
+        folder.hash_file(str(last_input)),
+        str(params["format"]),
+        options_from_params(params).threshold,
+    ).with_source(Source(str(source["name"]), str(source["sha256"])))
+    page = build_health_page(report, run)
+    return PageView("health.html.j2", "Eval health", page.verdict_title, page)
+
+
+KIND = ReportKind(
+    name=KIND_NAME,
+    label="Eval health",
+    schema=HEALTH_SCHEMA,
     report_file=REPORT_FILE,
+    page=page_view,
     recompute=recompute_health_folder,
     summarize=health_summary,
     derive=derived_health_files,

@@ -17,8 +17,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
-    Later,
-    ReportKind,
+    copy_suffix,
     copy_verified,
     params_document,
     recorded_object,
@@ -28,12 +27,16 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
-from evalarc.canonical import sha256_bytes
 from evalarc.clock import timestamp
 from evalarc.errors import OutputError, VerificationError
 from evalarc.formats import Run, load_results
 from evalarc.formats.evaluation import resolve_evaluation_path
-from evalarc.formats.model import Source
+from evalarc.formats.harness import HarnessFile, collect_harness
+from evalarc.formats.split import CaseSplit, load_split
+from evalarc.pages.view import PageView
+from evalarc.reports.diff_text import markdown_summary
+from evalarc.reports.kind import ReportKind, write_page
+from evalarc.reports.recorded_inputs import recorded_harness, recorded_run, recorded_split
 from evalarc.review.diff import (
     DIFF_SCHEMA,
     DiffOptions,
@@ -41,9 +44,6 @@ from evalarc.review.diff import (
     overall_passed,
     prepare_runs,
 )
-from evalarc.review.diff_text import markdown_summary
-from evalarc.review.leakage import HarnessFile, collect_harness
-from evalarc.review.split import CaseSplit, load_split
 
 REPORT_FILE = "diff.json"
 SPLIT_FILE = "split.json"
@@ -62,7 +62,7 @@ class DiffRequest:
 
 
 def _copy_name(role: str, original: Path) -> str:
-    return role + (original.suffix or ".json")
+    return role + copy_suffix(original)
 
 
 def run_diff(
@@ -73,7 +73,7 @@ def run_diff(
 ) -> dict[str, Any]:
     """Load both runs, compute the diff, and (with ``output``) publish a report folder; (with
     ``junit``) write every compared check as a JUnit testcase (see
-    :mod:`evalarc.junit_output`); (with ``markdown``) append the summary to that file.
+    :mod:`evalarc.reports.diff_junit`); (with ``markdown``) append the summary to that file.
 
     Every requested output is written or none is: the JUnit file is staged beside its target and
     the Markdown file opened for appending before the report folder is published, so a path
@@ -116,7 +116,7 @@ def run_diff(
 
 def _stage_junit(path: Path, report: dict[str, Any], baseline: Run, current: Run) -> Path:
     """Write the JUnit XML into a temporary sibling of ``path`` (published by a rename)."""
-    from evalarc.junit_output import junit_document
+    from evalarc.reports.diff_junit import junit_document
 
     data = junit_document(report, baseline, current)
     if path.is_dir():
@@ -197,8 +197,6 @@ def write_diff_folder(
     harness: Sequence[HarnessFile] | None,
 ) -> None:
     """Publish the diff report folder atomically (see :mod:`evalarc.bundle`)."""
-    from evalarc.site.diff_page import render_diff_page
-
     params = _params(request, report, split, harness)
     with staged_folder(output) as folder:
         copy_verified(
@@ -212,7 +210,7 @@ def write_diff_folder(
         write_json(folder / PARAMS_FILE, params)
         write_json(folder / REPORT_FILE, report)
         write_text(folder / "summary.md", markdown_summary(report))
-        write_text(folder / "index.html", render_diff_page(report))
+        write_page(folder, KIND, params, report)
 
 
 def recompute_diff_folder(
@@ -237,29 +235,12 @@ def recompute_diff_folder(
     fmt = str(params.get("format"))
     runs: list[Run] = []
     for entry, role in zip(inputs, ("baseline", "current"), strict=True):
-        runs.append(_load_recorded_input(folder, entry, recorded.get(role), fmt, options))
+        runs.append(recorded_run(folder, entry, recorded.get(role), fmt, options.threshold))
     split = None
     if params.get("split") is not None:
-        split_path = folder.hash_file(str(params["split"]))
-        split = load_split(split_path)
-        recorded_source = recorded_object(recorded, "generalization", "split", "source")
-        if isinstance(recorded_source.get("name"), str):
-            split = replace(split, source=Source(recorded_source["name"], split.source.sha256))
-    harness = None
-    if params.get("harness") is not None:
-        if not isinstance(params["harness"], list):
-            raise VerificationError(f"{PARAMS_FILE} has a malformed harness list")
-        harness = []
-        for entry in params["harness"]:
-            if not isinstance(entry, dict):
-                raise VerificationError(f"{PARAMS_FILE} has a malformed harness entry")
-            data = folder.read_bytes(str(entry.get("file")))
-            item = HarnessFile(str(entry.get("label")), data, sha256_bytes(data))
-            if item.sha256 != entry.get("sha256"):
-                raise VerificationError(
-                    f"{entry.get('file')} differs from the harness file that was scanned"
-                )
-            harness.append(item)
+        source = recorded_object(recorded, "generalization", "split", "source")
+        split = recorded_split(folder, params["split"], source)
+    harness = recorded_harness(folder, params.get("harness"))
     return compute_diff(
         runs[0],
         runs[1],
@@ -281,20 +262,6 @@ def _number(params: dict[str, Any], key: str) -> float:
     return float(value) if isinstance(value, float) else value
 
 
-def _load_recorded_input(
-    folder: EvidenceFolder, entry: object, recorded_run: object, fmt: str, options: DiffOptions
-) -> Run:
-    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-        raise VerificationError(f"{PARAMS_FILE} has a malformed input entry")
-    name = entry["file"]
-    path = folder.hash_file(name)
-    source = recorded_run.get("source") if isinstance(recorded_run, dict) else None
-    if not isinstance(source, dict) or folder.files[name].sha256 != source.get("sha256"):
-        raise VerificationError(f"{name} differs from the input the report recorded")
-    run = load_results(path, fmt, options.threshold)
-    return run.with_source(Source(str(source.get("name")), str(source["sha256"])))
-
-
 def diff_summary(report: dict[str, Any]) -> dict[str, Any]:
     """What ``verify`` says about a diff: the gate, the overall pass and the blocking count."""
     return {
@@ -308,17 +275,27 @@ def derived_diff_files(
     folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
 ) -> Derived:
     """The files ``write_diff_folder`` derives from the report, for ``verify`` to compare."""
-    from evalarc.site.diff_page import render_diff_page
 
     return {
         "summary.md": text_bytes(markdown_summary(report)),
-        "index.html": Later(lambda: text_bytes(render_diff_page(report))),
     }
 
 
-REPORT_KIND = ReportKind(
+def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+    from evalarc.pages.diff import build_diff_page, diff_case_views
+
+    case_views, inline = diff_case_views(folder, params, report)
+    page = build_diff_page(report, case_views=case_views, inline_cases=inline)
+    files = case_views.files if case_views is not None else {}
+    return PageView("diff.html.j2", "Results diff", page.verdict_title, page, files)
+
+
+KIND = ReportKind(
     name="diff",
+    label="Results diff",
+    schema=DIFF_SCHEMA,
     report_file=REPORT_FILE,
+    page=page_view,
     recompute=recompute_diff_folder,
     summarize=diff_summary,
     derive=derived_diff_files,

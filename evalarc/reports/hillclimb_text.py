@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalarc.review.diff_text import escape_md_prose, md_code
+from evalarc.reports.diff_text import escape_md_prose, md_code
 from evalarc.review.stats import rounded_interval
 
 MAX_MARKDOWN_STEPS = 50

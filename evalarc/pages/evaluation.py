@@ -15,14 +15,14 @@ from typing import Any
 from evalarc.bundle import EvidenceFolder
 from evalarc.canonical import sha256_bytes
 from evalarc.errors import EvalArcError
-from evalarc.site.record_page import RecordField, record_fields
-from evalarc.site.render import render_page
-from evalarc.site.trace_page import (
+from evalarc.packs import PackTraceView, pack_trace_view
+from evalarc.pages.blocks import Card, Fact, score_text
+from evalarc.pages.record_fields import RecordField, record_fields
+from evalarc.pages.render import render_page
+from evalarc.pages.trace import (
     Events,
-    PackRules,
     TraceView,
     build_trace,
-    pack_rules,
     parse_events,
 )
 
@@ -70,15 +70,8 @@ REPORT_SECTIONS: dict[str, str] = {
     "evalarc_version": "reproduction",
 }
 """Top-level keys of evaluation.json that a dedicated section shows -> its id; every other key is in
-the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+the page's "Also recorded" block (:mod:`evalarc.pages.record_fields`)."""
 REPORT_FILE = "evaluation.json"
-
-
-@dataclass(frozen=True)
-class Card:
-    value: str
-    label: str
-    alert: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,12 +107,6 @@ class CaseRow:
 
 
 @dataclass(frozen=True)
-class Fact:
-    label: str
-    value: str
-
-
-@dataclass(frozen=True)
 class EvaluationPage:
     tone: str
     banner: str
@@ -134,10 +121,6 @@ class EvaluationPage:
     runtime_json: str
     record: list[RecordField] = field(default_factory=list)
     """Top-level report fields without a dedicated section."""
-
-
-def _score(value: float | None) -> str:
-    return "unavailable" if value is None else f"{value:.4f}"
 
 
 def _banner(report: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -176,16 +159,17 @@ def _dimension_rows(report: Mapping[str, Any]) -> list[DimensionRow]:
         score = group["score"]
         tone = "ok" if score == 1 else "bad"
         rows.append(
-            DimensionRow(name, _score(score), passed, f"{100 * float(group['weight']):g}%", tone)
+            DimensionRow(
+                name, score_text(score), passed, f"{100 * float(group['weight']):g}%", tone
+            )
         )
     return rows
 
 
 def _case_rows(
     cases: list[Mapping[str, Any]],
-    task_id: str,
     recordings: RecordingReader | None,
-    rules: PackRules,
+    view: PackTraceView,
 ) -> list[CaseRow]:
     rows: list[CaseRow] = []
     for number, case in enumerate(cases[:MAX_CASE_ROWS], start=1):
@@ -200,7 +184,7 @@ def _case_rows(
                 if recordings is not None and isinstance(recording, str)
                 else None
             )
-            trace = build_trace(task_id, case, events, f"case-{number}", rules)
+            trace = build_trace(view, case, events, f"case-{number}")
         rows.append(
             CaseRow(
                 anchor=f"case-{number}",
@@ -240,7 +224,7 @@ def build_evaluation_page(
     if runtime.get("image"):
         backend += f" · {runtime['image']}"
     cards = [
-        Card(_score(report["score"]), "weighted score", alert=not report["resolved"]),
+        Card(score_text(report["score"]), "weighted score", alert=not report["resolved"]),
         Card(f"{passed}/{len(cases)}", "cases passed", alert=passed != len(cases)),
         Card(backend, "execution backend"),
         Card(f"{float(report['evaluation_seconds']):.1f} s", "host seconds"),
@@ -262,7 +246,7 @@ def build_evaluation_page(
         line=f"{task['id']} · {task['domain']} · v{task['version']} · {report['status']}",
         cards=cards,
         dimensions=_dimension_rows(report),
-        cases=_case_rows(cases, str(task["id"]), recordings, pack_rules(str(task["id"]))),
+        cases=_case_rows(cases, recordings, pack_trace_view(str(task["id"]))),
         hidden_cases=max(0, len(cases) - MAX_CASE_ROWS),
         reproduction=reproduction,
         runtime_json=json.dumps(runtime, indent=2, ensure_ascii=False),

@@ -18,41 +18,95 @@ interrupted run (Ctrl-C included) leaves no output, no temporary folder and no c
 
 from __future__ import annotations
 
-import math
+import os
 import shutil
-import signal
 import tempfile
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalarc.bundle import params_document, staged_folder, write_bytes, write_json, write_text
-from evalarc.canonical import JSONValue, compact_json, sha256_bytes
+from evalarc.bundle import (
+    EvidenceFolder,
+    is_active,
+    params_document,
+    shown_name,
+    staged_folder,
+    write_json,
+    write_text,
+)
+from evalarc.canonical import JSONValue, compact_json
 from evalarc.clock import now_utc
-from evalarc.errors import EvalArcError, ExitCode, InputError, OutputError, UsageError
+from evalarc.errors import (
+    EvalArcError,
+    ExitCode,
+    InputError,
+    OutputError,
+    UsageError,
+    VerificationError,
+)
 from evalarc.packs import (
+    EVALUATION_SCHEMA,
     PACK_FILE,
-    CaseRecording,
+    EventSink,
     Pack,
+    evaluate,
+    grader_sha256,
     load_pack,
     materialize_workspace,
     packs_root,
     plan_cases,
     validate_seeds,
 )
+from evalarc.pages.view import PageView
+from evalarc.reports.backends import (
+    BACKENDS,
+    DEFAULT_IMAGE,
+    DEFAULT_TASK,
+    LANGUAGES,
+    BackendChoice,
+    check_executor,
+    check_seconds,
+    close_backend,
+    executor_notes,
+    executor_params,
+    jobs_for,
+    make_backend,
+    replay_notes,
+)
+from evalarc.reports.kind import ReportKind, write_page
+from evalarc.reports.replayed import (
+    INFORMATIONAL,
+    SCOPE,
+    adopt_timings,
+    case_labels,
+    events_check,
+    fixed_clock,
+    recorded_options,
+    recorded_pack,
+    recorded_text,
+    recordings_store,
+    refuse_divergences,
+    replay_request,
+)
+from evalarc.reports.run_folder import (
+    EVENTS_FILE,
+    INDEX_FILE,
+    RECORDINGS_DIR,
+    RecordingWriter,
+    check_output,
+    make_parents,
+    recording_index,
+    remove_empty,
+    stamp_event,
+    uninterruptible,
+)
 from evalarc.runtime.owner import claim_work_folder, sweep_work_folders
 from evalarc.runtime.protocol import Backend, Limits
 from evalarc.runtime.recording import (
-    RECORDING_SUFFIX,
-    RecordingIndex,
-    RunKey,
-    runtime_fingerprint,
     save_index,
 )
+from evalarc.runtime.replay import make_replay_backend
 from evalarc.runtime.snapshot import Snapshot, snapshot_candidate
 from evalarc.schedule import (
     Executor,
@@ -63,24 +117,11 @@ from evalarc.schedule import (
     case_started,
     check_jobs,
     check_retries,
-    default_jobs,
     run_subjects,
 )
 
-DEFAULT_TASK = "durable-kv"
-DEFAULT_IMAGE = "python:3.12-slim"
 DEFAULT_OUTPUT = Path("runs") / "evaluate"
-BACKENDS = ("docker", "local", "replay")
-EXECUTORS = ("threads", "ray")
-LANGUAGES = ("python", "javascript")
-MAX_SECONDS = 86_400.0
-"""Longest accepted time limit (one day); longer values are almost certainly typos."""
-EVENT_SCHEMA = "evalarc.event.v1"
 REPORT_FILE = "evaluation.json"
-EVENTS_FILE = "events.jsonl"
-PAGE_FILE = "index.html"
-RECORDINGS_DIR = "recordings"
-INDEX_FILE = "index.json"
 CANDIDATE_DIR = "candidate"
 LOCAL_REFUSAL = (
     "local mode executes host code: the candidate runs as you, with your files and network; "
@@ -90,8 +131,6 @@ NODE_HINT = (
     "Requires Node.js 22+ (or any Node that runs main.js); with Docker pass --image with a Node "
     "image, e.g. --image node:22-slim or --image evalarc-node:local"
 )
-
-EventSink = Callable[[dict[str, Any]], None]
 
 
 # -- options ---------------------------------------------------------------------------------
@@ -127,21 +166,6 @@ class EvaluateOptions:
     """Re-run a case whose infrastructure failed at most this many more times."""
 
 
-def check_seconds(name: str, value: object) -> float:
-    """A time limit must be a finite, positive number of at most :data:`MAX_SECONDS`."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UsageError(f"{name} must be a number of seconds, not {value!r}")
-    try:
-        seconds = float(value)
-    except OverflowError:  # an integer beyond any float (a params.json written by hand)
-        seconds = math.inf
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise UsageError(f"{name} must be a finite number of seconds above 0, not {value!r}")
-    if seconds > MAX_SECONDS:
-        raise UsageError(f"{name} must be at most {MAX_SECONDS:g} seconds, not {value!r}")
-    return seconds
-
-
 def resolve_options(options: EvaluateOptions) -> tuple[Pack, list[int], Limits]:
     """Validate ``options`` against the pack; return the pack, the seeds and the limits."""
     pack = load_pack(options.task)
@@ -171,59 +195,6 @@ def resolve_options(options: EvaluateOptions) -> tuple[Pack, list[int], Limits]:
         stderr_tail_bytes=pack.limits.stderr_tail_bytes,
     )
     return pack, seeds, limits
-
-
-def check_executor(executor: str, backend: str) -> None:
-    if executor not in EXECUTORS:
-        raise UsageError(f"unknown executor {executor!r} (choose threads or ray)")
-    if executor == "ray" and backend != "docker":
-        raise UsageError(
-            "--executor ray runs cases in Docker on the cluster's nodes: use it "
-            "with --backend docker"
-        )
-
-
-def jobs_for(options_jobs: int | None, backend: str) -> int:
-    """Cases run at once on this machine: replay is pure computation (threads would only
-    contend for the interpreter), everything else waits on processes."""
-    if backend == "replay":
-        return 1
-    return options_jobs if options_jobs is not None else default_jobs()
-
-
-class RecordingWriter:
-    """Saves each accepted recording into a report folder's ``recordings/`` as it arrives
-    (named by its SHA-256; equal transcripts share one file)."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        folder.mkdir(exist_ok=True)
-
-    def __call__(self, recording: CaseRecording) -> str:
-        data = recording.transcript.jsonl().encode("ascii")
-        name = sha256_bytes(data)
-        if name != recording.sha256:
-            raise OutputError(
-                f"recording of {recording.seed}/{recording.case_id} hashed differently when written"
-            )
-        target = self.folder / f"{name}{RECORDING_SUFFIX}"
-        if not target.exists():
-            # The staged folder is published by one rename, so no per-file fsync is needed.
-            write_bytes(target, data)
-        return name
-
-
-def check_output(output: Path, candidate: Path) -> None:
-    """The output folder must be new and must not lie inside the candidate folder."""
-    if output.exists() or output.is_symlink():
-        raise OutputError(f"output folder {output} already exists; choose a new one")
-    target = output.resolve()
-    source = candidate.resolve()
-    if target == source or target.is_relative_to(source):
-        raise OutputError(
-            f"output folder {output} is inside the candidate folder {candidate}; "
-            "choose a folder outside it"
-        )
 
 
 # -- the outcome -----------------------------------------------------------------------------
@@ -274,15 +245,6 @@ def progress_line(event: Mapping[str, Any]) -> str | None:
     )
 
 
-def event_line(event: Mapping[str, Any]) -> str:
-    """One ``evalarc.event.v1`` JSON line (schema and time first, then the event's fields)."""
-    return compact_json(stamp_event(event))
-
-
-def stamp_event(event: Mapping[str, Any]) -> dict[str, Any]:
-    return {"schema_version": EVENT_SCHEMA, "created_at": now_utc().isoformat(), **event}
-
-
 # -- evaluate --------------------------------------------------------------------------------
 
 
@@ -307,19 +269,20 @@ def run_evaluate(
     check_output(output, candidate)
     if not candidate.is_dir():
         raise InputError(f"candidate {candidate}: not a directory")
-    created_parents = _make_parents(output.parent)
+    created_parents = make_parents(output.parent)
     sweep_work_folders(temp_root)
     backend: Backend | None = None
     try:
         work = Path(tempfile.mkdtemp(prefix="evalarc-evaluate-", dir=temp_root))
     except OSError as error:
-        _remove_empty(created_parents)
+        remove_empty(created_parents)
         raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
     published = False
     progress = Progress(on_event, stamp_event)
     owner = claim_work_folder(work)
     try:
         snapshot = snapshot_candidate(candidate, work / "snapshot", list(pack.default_command))
+        refuse_active_files(snapshot.path, candidate)
         subject = Subject(None, snapshot.sha256)
         executor: Executor
         if options.executor == "ray":
@@ -334,7 +297,14 @@ def run_evaluate(
                 on_start=case_started(pack, [subject], len(plan_cases(pack, seeds)), progress),
             )
         else:
-            backend = _make_backend(options, snapshot, limits, work / "cases", owner)
+            choice = BackendChoice(
+                backend=options.backend,
+                image=options.image,
+                recordings=options.recordings,
+                pack=pack,
+                seeds=tuple(seeds),
+            )
+            backend = make_backend(choice, snapshot, limits, work / "cases", owner)
             subject.backend = backend
             executor = ThreadExecutor(
                 pack,
@@ -361,166 +331,12 @@ def run_evaluate(
         notes = replay_notes(backend) if backend is not None else executor_notes(executor)
         return EvaluationResult(run.report, output, notes)
     finally:
-        with _uninterruptible():
+        with uninterruptible():
             if backend is not None:
                 close_backend(backend)
             shutil.rmtree(work, ignore_errors=True)
             if not published:
-                _remove_empty(created_parents)
-
-
-def executor_notes(executor: Executor) -> tuple[str, ...]:
-    """What a remote executor must tell its user beyond the report (rejected transcripts)."""
-    notes = getattr(executor, "notes", None)
-    return tuple(notes()) if callable(notes) else ()
-
-
-def _make_backend(
-    options: EvaluateOptions,
-    snapshot: Snapshot,
-    limits: Limits,
-    work_root: Path,
-    owner: str | None = None,
-) -> Backend:
-    if options.backend == "local":
-        from evalarc.runtime.local import LocalBackend
-
-        return LocalBackend(snapshot.path, snapshot.command, limits, work_root)
-    if options.backend == "replay":
-        return _replay_backend(options, snapshot, limits)
-    from evalarc.runtime.docker_backend import DockerBackend, DockerCaseRun
-
-    class TrackedDockerBackend(DockerBackend):
-        """Remembers containers whose creation was interrupted (Ctrl-C while the engine was
-        still creating them): the engine may finish creating one after we stopped waiting."""
-
-        unfinished: list[str]
-
-        def create_container(self, case: DockerCaseRun) -> Any:
-            name = f"evalarc-{case.case_id}-{case.containers_made}"
-            try:
-                return super().create_container(case)
-            except KeyboardInterrupt:
-                self.unfinished.append(name)
-                raise
-
-    backend = TrackedDockerBackend(
-        snapshot.path,
-        snapshot.command,
-        limits,
-        work_root,
-        image=options.image or DEFAULT_IMAGE,
-        owner=owner,
-    )
-    backend.unfinished = []
-    return backend
-
-
-def _replay_backend(options: EvaluateOptions, snapshot: Snapshot, limits: Limits) -> Backend:
-    """Answer every case from recordings of this exact candidate (MissingRecordings, exit 2,
-    lists the cases that have none)."""
-    from evalarc.packs import grader_sha256
-    from evalarc.resources import bundled_dir
-    from evalarc.runtime.replay import RuntimeRequest, make_replay_backend, open_store
-
-    pack, seeds, _ = resolve_options(options)
-    store = open_store(options.recordings or bundled_dir(RECORDINGS_DIR))
-    labels = [
-        f"{case.seed}/{case.case_id}" for seed in seeds for case in pack.grader.generate_cases(seed)
-    ]
-    return make_replay_backend(
-        store,
-        candidate_sha256=snapshot.sha256,
-        pack=f"{pack.id}@{pack.version}",
-        grader_sha256=grader_sha256(pack),
-        request=RuntimeRequest(command=snapshot.command, limits=limits, image=options.image),
-        labels=labels,
-    )
-
-
-def replay_notes(backend: Backend) -> tuple[str, ...]:
-    """What a replay must tell its user beyond the report (nothing for live backends)."""
-    from evalarc.runtime.replay import ReplayBackend
-
-    if not isinstance(backend, ReplayBackend):
-        return ()
-    notes = [divergence.describe() for divergence in backend.divergences]
-    notes.extend(
-        f"replayed recordings made under grader {grader[:12]} through today's grader "
-        f"{backend.grader_sha256[:12]}"
-        for grader in sorted(backend.foreign_graders)
-    )
-    return tuple(notes)
-
-
-UNFINISHED_CREATE_WAIT = 5.0
-"""Seconds to wait for the engine to finish a container creation we interrupted."""
-
-
-def close_backend(backend: Backend) -> None:
-    """Remove every container a Docker backend made (a safety net behind each case's own
-    cleanup, e.g. after Ctrl-C in the middle of a Docker call) and close its engine connection."""
-    if backend.name != "docker":
-        return  # nothing to remove, and no reason to import the Docker SDK
-    from docker.errors import NotFound
-
-    from evalarc.runtime.docker_backend import BACKEND_LABEL, DockerBackend
-
-    if not isinstance(backend, DockerBackend):
-        return
-    client = backend.client
-    for name in getattr(backend, "unfinished", []):
-        deadline = time.monotonic() + UNFINISHED_CREATE_WAIT
-        while time.monotonic() < deadline:
-            try:
-                client.containers.get(name).remove(force=True)
-                break
-            except NotFound:
-                time.sleep(0.1)
-            except Exception:  # the engine is failing; the label sweep below tries once more
-                break
-    with suppress(Exception):
-        for container in client.containers.list(
-            all=True, sparse=True, filters={"label": f"{BACKEND_LABEL}={backend.backend_id}"}
-        ):
-            with suppress(Exception):
-                container.remove(force=True)
-    with suppress(Exception):
-        client.close()
-
-
-@contextmanager
-def _uninterruptible() -> Iterator[None]:
-    """Hold off Ctrl-C while cleaning up, so a second interrupt cannot strand a container."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _make_parents(folder: Path) -> list[Path]:
-    """Create ``folder`` and missing parents (e.g. the default ``runs/``); return those made,
-    deepest first, so a failed run can remove them again."""
-    missing: list[Path] = []
-    current = folder
-    while not current.exists() and not current.is_symlink() and current != current.parent:
-        missing.append(current)
-        current = current.parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise OutputError(f"cannot create {folder}: {error.strerror or error}") from None
-    return missing
-
-
-def _remove_empty(folders: Sequence[Path]) -> None:
-    for folder in folders:
-        with suppress(OSError):
-            folder.rmdir()
+                remove_empty(created_parents)
 
 
 def _copy_candidate(snapshot: Snapshot, dest: Path, pack: Pack, label: Path) -> None:
@@ -538,40 +354,16 @@ def _write_report_folder(
     seeds: list[int],
     events: list[dict[str, Any]],
 ) -> None:
-    from evalarc.bundle import EvidenceFolder
-    from evalarc.site.evaluation_page import recording_reader, render_evaluation_page
-
     report = run.report
     recordings = staging / RECORDINGS_DIR
     recordings.mkdir(exist_ok=True)
     save_index(recording_index(pack, run), recordings / INDEX_FILE)
     write_json(staging / REPORT_FILE, report)
     write_text(staging / EVENTS_FILE, "".join(compact_json(event) + "\n" for event in events))
-    write_json(staging / "params.json", params_document("evaluation", _params(options, seeds)))
+    params = params_document("evaluation", _params(options, seeds))
+    write_json(staging / "params.json", params)
     # The page reads the recordings just written, so its traces match a site's page exactly.
-    page = render_evaluation_page(report, recording_reader(EvidenceFolder(staging)))
-    write_text(staging / PAGE_FILE, page)
-
-
-def recording_index(
-    pack: Pack, run: SubjectRun, index: RecordingIndex | None = None
-) -> RecordingIndex:
-    """The run keys of one evaluation's recordings, added to ``index`` (or a new one)."""
-    index = index if index is not None else RecordingIndex()
-    report = run.report
-    runtime: dict[str, Any] = report["runtime"]
-    runtime_sha256 = runtime_fingerprint(runtime)
-    for seed, case_id, name in run.recordings:
-        key = RunKey(
-            candidate_sha256=report["candidate_sha256"],
-            pack=f"{pack.id}@{pack.version}",
-            grader_sha256=report["grader_sha256"],
-            seed=seed,
-            case_id=case_id,
-            runtime_sha256=runtime_sha256,
-        )
-        index.add(key, name, runtime)
-    return index
+    write_page(staging, KIND, params, report)
 
 
 def _params(options: EvaluateOptions, seeds: list[int]) -> dict[str, JSONValue]:
@@ -595,17 +387,6 @@ def _params(options: EvaluateOptions, seeds: list[int]) -> dict[str, JSONValue]:
 
         params["replay_recordings"] = recordings_label(options.recordings)
     params.update(executor_params(options.executor, options.retry_infrastructure))
-    return params
-
-
-def executor_params(executor: str, retry_infrastructure: int) -> dict[str, JSONValue]:
-    """Where cases ran and how infrastructure failures were retried, recorded only when not
-    the defaults (results never depend on either; the cluster's address is never recorded)."""
-    params: dict[str, JSONValue] = {}
-    if executor != "threads":
-        params["executor"] = executor
-    if retry_infrastructure:
-        params["retry_infrastructure"] = retry_infrastructure
     return params
 
 
@@ -678,3 +459,107 @@ def task_lines(summaries: Sequence[Mapping[str, Any]]) -> list[str]:
             f"languages: {', '.join(task['languages'])}"
         )
     return lines
+
+
+def recompute_evaluation_folder(
+    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
+) -> dict[str, Any]:
+    """Replay an evaluation folder's recordings for its ``candidate/`` copy."""
+    if recorded.get("schema_version") != EVALUATION_SCHEMA:
+        raise VerificationError(f"{REPORT_FILE} does not hold an evaluation report")
+    pack = recorded_pack(params)
+    options = recorded_options(params, pack)
+    candidate = recorded_text(params, "candidate")
+    work = Path(tempfile.mkdtemp(prefix="evalarc-verify-"))
+    try:
+        source = folder.path_of(candidate)
+        if not source.is_dir():
+            raise VerificationError(f"{candidate}/ is missing from {folder.root.name}")
+        for path in sorted(source.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                folder.read_bytes(path.relative_to(folder.root).as_posix())
+        snapshot = snapshot_candidate(source, work / "snapshot", list(pack.default_command))
+        if snapshot.sha256 != recorded.get("candidate_sha256"):
+            raise VerificationError(f"{candidate}/ differs from the candidate the report recorded")
+        store = recordings_store(folder, options)
+        labels = case_labels(pack, options.seeds)
+        backend = make_replay_backend(
+            store,
+            candidate_sha256=snapshot.sha256,
+            pack=f"{pack.id}@{pack.version}",
+            grader_sha256=grader_sha256(pack),
+            request=replay_request(options, snapshot.command),
+            labels=labels,
+        )
+        created = recorded.get("created_at")
+        run = evaluate(
+            pack,
+            snapshot,
+            backend,
+            options.seeds,
+            options.limits,
+            now=lambda: fixed_clock(created),
+        )
+        refuse_divergences(backend.divergences)
+        report = run.report
+        adopt_timings(report, recorded, store, options.backend != "replay")
+        return report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def evaluation_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """What ``verify`` says about a consistent evaluation."""
+    return {
+        "records_valid": report.get("valid") is True,
+        "fully_resolved": report.get("resolved") is True,
+        "passed": report.get("resolved") is True,
+        "score": report.get("score"),
+        "scope": SCOPE,
+    }
+
+
+def derived_evaluation_files(
+    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+) -> dict[str, Any]:
+    """What ``evaluate`` derives from an evaluation: its events and its page."""
+
+    return {
+        EVENTS_FILE: events_check([(None, report)]),
+    }
+
+
+def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+    from evalarc.pages.evaluation import build_evaluation_page, recording_reader
+
+    page = build_evaluation_page(report, recording_reader(folder))
+    return PageView("evaluation.html.j2", f"Evaluation · {report['task']['id']}", page.banner, page)
+
+
+KIND = ReportKind(
+    name="evaluation",
+    label="Evaluation",
+    schema=EVALUATION_SCHEMA,
+    report_file=REPORT_FILE,
+    page=page_view,
+    recompute=recompute_evaluation_folder,
+    summarize=evaluation_summary,
+    derive=derived_evaluation_files,
+    informational=INFORMATIONAL,
+)
+
+
+def refuse_active_files(copy: Path, candidate: Path) -> None:
+    """A report folder keeps the candidate's bytes, and verify and sites refuse a file a browser
+    would run script in (:func:`evalarc.bundle.is_active`): refuse such a candidate before any
+    case runs rather than publish a folder that cannot be verified."""
+    for root, folders, files in os.walk(copy):
+        folders.sort()
+        for name in sorted(files):
+            relative = Path(root, name).relative_to(copy).as_posix()
+            if is_active(relative):
+                raise InputError(
+                    f"candidate {candidate}: {shown_name(relative)} is a document a browser "
+                    "would run script in; a report folder cannot keep or publish it "
+                    "(remove or rename it)"
+                )

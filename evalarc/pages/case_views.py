@@ -36,12 +36,19 @@ _ESCAPES = {
     "\u2028": "\\u2028",
     "\u2029": "\\u2029",
 }
-_ESCAPE = re.compile("[<>&\u2028\u2029]")
+_ESCAPE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+"""Markup characters, JavaScript line separators and lone surrogates (a case id read from a
+JSON input may hold one; UTF-8 cannot encode it, a ``\\uXXXX`` escape carries it exactly)."""
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group(0)
+    return _ESCAPES.get(char) or f"\\u{ord(char):04x}"
 
 
 def _json(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return _ESCAPE.sub(lambda match: _ESCAPES[match.group(0)], text)
+    return _ESCAPE.sub(_escape, text)
 
 
 def chunk_bytes(cases: dict[str, Any]) -> bytes:

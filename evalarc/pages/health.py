@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalarc.formats.model import Run
+from evalarc.pages.blocks import Card, TriageRow
+from evalarc.pages.record_fields import RecordField, record_fields
+from evalarc.pages.render import render_page
 from evalarc.review.diff import tally
 from evalarc.review.health import TRIAGE_NEXT_STEPS, WARNING
-from evalarc.site.record_page import RecordField, record_fields
-from evalarc.site.render import render_page
 
 MAX_CASES = 2000
 """Cases of the last file listed with their outputs; the rest stay in cases.jsonl."""
@@ -32,15 +33,8 @@ REPORT_SECTIONS: dict[str, str] = {
     "scope": "scope",
 }
 """Top-level keys of health.json that a dedicated section shows -> its id; every other key is in
-the page's "Also recorded" block (:mod:`evalarc.site.record_page`)."""
+the page's "Also recorded" block (:mod:`evalarc.pages.record_fields`)."""
 REPORT_FILE = "health.json"
-
-
-@dataclass(frozen=True)
-class Card:
-    value: str
-    label: str
-    alert: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,14 +48,6 @@ class RunRow:
     max_attempts: int
     unassessed: int
     status: str
-
-
-@dataclass(frozen=True)
-class TriageRow:
-    case_id: str
-    category: str
-    checks: str
-    next_step: str
 
 
 @dataclass(frozen=True)

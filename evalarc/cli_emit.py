@@ -1,0 +1,162 @@
+"""How every ``evalarc`` command ends: its lines, its ``--json`` document, its Markdown summary
+and its exit code (0 accepted, 1 rejected, 2 invalid, 130 cancelled) go through :func:`emit` and
+:class:`Group`, so no command prints or exits its own way.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from evalarc.errors import EvalArcError, ExitCode, OutputError, UsageError
+from evalarc.terminal import terminal_text
+
+_PUBLISHED = "evalarc.published"
+_DEBUG = "evalarc.debug"
+
+
+def echo(message: str, err: bool = False) -> None:
+    """Print one line (or a JSON document): every line EvalArc prints goes through here, so
+    control and bidi characters from strangers' text are escaped (see :mod:`evalarc.terminal`)."""
+    click.echo(terminal_text(str(message)), err=err)
+
+
+def note(message: str) -> None:
+    """One ``evalarc: ...`` line on stderr (a warning or a problem beside the result)."""
+    echo(f"evalarc: {message}", err=True)
+
+
+def fail(message: str, code: ExitCode = ExitCode.INVALID) -> NoReturn:
+    note(message)
+    sys.exit(int(code))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a finished command shows and how it exits."""
+
+    code: ExitCode
+    lines: Iterable[str] = ()
+    """The human lines on stdout (replaced by ``document`` with ``--json``)."""
+    document: Any = None
+    """The ``--json`` document: a JSON value, or a typed report model with ``to_json()`` (None:
+    the command prints ``lines`` even with ``--json``)."""
+    notes: Iterable[str] = ()
+    """Lines on stderr, each printed as ``evalarc: <note>``."""
+    markdown: str | None = None
+    """The Markdown summary appended to ``--markdown`` (when the command has that option)."""
+    published: bool = False
+    """The command's output folder is complete and published: a Ctrl-C from here on cancels
+    nothing, so the command still exits ``code``."""
+
+
+@dataclass(frozen=True)
+class Emission:
+    """Where a command's outcome goes: ``--json`` instead of lines, ``--markdown FILE``."""
+
+    as_json: bool = False
+    markdown: Path | None = None
+
+
+TEXT = Emission()
+
+
+def emit(outcome: Outcome, to: Emission = TEXT) -> NoReturn:
+    """Show ``outcome`` (Markdown appended first, then stderr notes, then stdout) and exit with
+    its code."""
+    if outcome.published:
+        published(outcome.code)
+    if to.markdown is not None and outcome.markdown is not None:
+        append_text(to.markdown, outcome.markdown)
+    for message in outcome.notes:
+        note(message)
+    if to.as_json and outcome.document is not None:
+        document = outcome.document
+        to_json = getattr(document, "to_json", None)
+        echo(json.dumps(to_json() if callable(to_json) else document, indent=2, ensure_ascii=False))
+    else:
+        for line in outcome.lines:
+            echo(line)
+    sys.exit(int(outcome.code))
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append ``text`` (newline-terminated) to ``path``, e.g. ``$GITHUB_STEP_SUMMARY``."""
+    try:
+        with path.open("a", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")
+    except OSError as error:
+        raise OutputError(f"cannot append to {path}: {error.strerror or error}") from None
+
+
+def published(code: int) -> None:
+    """Note that the command's output folder is complete and published with exit code ``code``:
+    a Ctrl-C after this point cancels nothing, so the command still exits ``code``."""
+    click.get_current_context().meta[_PUBLISHED] = int(code)
+
+
+class Group(click.Group):
+    """Maps EvalArc errors, click usage errors and Ctrl-C onto the shared exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EvalArcError as error:
+            if ctx.meta.get(_DEBUG):
+                raise
+            fail(error.message, error.exit_code)
+        except click.UsageError as error:
+            # A bad argument (a folder where a file goes, a missing file name) is refused like
+            # any other input: one line naming it, not click's multi-line usage block.
+            where = error.ctx.command_path if error.ctx is not None else "evalarc"
+            fail(UsageError(f"{error.format_message()} (see '{where} --help')").message)
+        except KeyboardInterrupt:
+            # Cancelled and cleaned up: another Ctrl-C (users press it again) must not turn the
+            # exit code 130 into a death by signal while the interpreter shuts down.
+            if threading.current_thread() is threading.main_thread():
+                from evalarc.bundle import CANCELLING_SIGNALS
+
+                for number in CANCELLING_SIGNALS:
+                    signal.signal(number, signal.SIG_IGN)
+            done = ctx.meta.get(_PUBLISHED)
+            if isinstance(done, int):
+                # Too late to cancel: the output is complete and published, its result stands.
+                sys.exit(done)
+            fail("cancelled", ExitCode.CANCELLED)
+
+
+def start(ctx: click.Context, *, debug: bool) -> None:
+    """What the ``evalarc`` group does before any command: remember ``--debug``, let SIGTERM
+    and SIGHUP cancel like Ctrl-C, and make the output streams escape what they cannot encode."""
+    ctx.meta[_DEBUG] = debug
+    _cancel_on_signals()
+    # Text from strangers may hold lone surrogates (legal in JSON): print them escaped rather than
+    # dying on UnicodeEncodeError; in JSON output the escape is the value's own JSON spelling.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+def _cancel(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _cancel_on_signals() -> None:
+    """SIGTERM and SIGHUP (a CI runner stopping a job, a closed terminal) cancel a command as
+    Ctrl-C does: cleanup runs, nothing half-written is left, exit 130."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    from evalarc.bundle import CANCELLING_SIGNALS  # not imported for --help (startup time)
+
+    for number in CANCELLING_SIGNALS:
+        if number != signal.SIGINT and signal.getsignal(number) is signal.SIG_DFL:
+            signal.signal(number, _cancel)

@@ -1,0 +1,219 @@
+"""Building the backend a run asks for (docker, local, replay; threads or Ray) and the checks of
+the options that choose it; shared by ``evaluate`` and ``audit``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalarc.canonical import JSONValue
+from evalarc.errors import UsageError
+from evalarc.packs import Pack
+from evalarc.runtime.protocol import Backend, Limits
+from evalarc.runtime.snapshot import Snapshot
+from evalarc.schedule import (
+    Executor,
+    default_jobs,
+)
+
+DEFAULT_IMAGE = "python:3.12-slim"
+
+DEFAULT_TASK = "durable-kv"
+LANGUAGES = ("python", "javascript")
+
+
+BACKENDS = ("docker", "local", "replay")
+
+
+EXECUTORS = ("threads", "ray")
+
+
+MAX_SECONDS = 86_400.0
+"""Longest accepted time limit (one day); longer values are almost certainly typos."""
+
+
+def check_seconds(name: str, value: object) -> float:
+    """A time limit must be a finite, positive number of at most :data:`MAX_SECONDS`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"{name} must be a number of seconds, not {value!r}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer beyond any float (a params.json written by hand)
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise UsageError(f"{name} must be a finite number of seconds above 0, not {value!r}")
+    if seconds > MAX_SECONDS:
+        raise UsageError(f"{name} must be at most {MAX_SECONDS:g} seconds, not {value!r}")
+    return seconds
+
+
+def check_executor(executor: str, backend: str) -> None:
+    if executor not in EXECUTORS:
+        raise UsageError(f"unknown executor {executor!r} (choose threads or ray)")
+    if executor == "ray" and backend != "docker":
+        raise UsageError(
+            "--executor ray runs cases in Docker on the cluster's nodes: use it "
+            "with --backend docker"
+        )
+
+
+def jobs_for(options_jobs: int | None, backend: str) -> int:
+    """Cases run at once on this machine: replay is pure computation (threads would only
+    contend for the interpreter), everything else waits on processes."""
+    if backend == "replay":
+        return 1
+    return options_jobs if options_jobs is not None else default_jobs()
+
+
+def executor_notes(executor: Executor) -> tuple[str, ...]:
+    """What a remote executor must tell its user beyond the report (rejected transcripts)."""
+    notes = getattr(executor, "notes", None)
+    return tuple(notes()) if callable(notes) else ()
+
+
+@dataclass(frozen=True, slots=True)
+class BackendChoice:
+    """Which backend runs a candidate's cases and what it needs to be built."""
+
+    backend: str
+    """``docker``, ``local`` or ``replay``."""
+    image: str | None = None
+    """Docker: the image tag (None: :data:`DEFAULT_IMAGE`); replay: the image the recordings must
+    have been made with (None: any)."""
+    recordings: Path | None = None
+    """Replay: the recordings folder (None: the bundled ``recordings/``)."""
+    pack: Pack | None = None
+    """Replay: the pack whose cases are answered (with ``seeds``)."""
+    seeds: tuple[int, ...] = ()
+
+
+def make_backend(
+    options: BackendChoice,
+    snapshot: Snapshot,
+    limits: Limits,
+    work_root: Path,
+    owner: str | None = None,
+) -> Backend:
+    if options.backend == "local":
+        from evalarc.runtime.local import LocalBackend
+
+        return LocalBackend(snapshot.path, snapshot.command, limits, work_root)
+    if options.backend == "replay":
+        return _replay_backend(options, snapshot, limits)
+    from evalarc.runtime.docker_backend import DockerBackend, DockerCaseRun
+
+    class TrackedDockerBackend(DockerBackend):
+        """Remembers containers whose creation was interrupted (Ctrl-C while the engine was
+        still creating them): the engine may finish creating one after we stopped waiting."""
+
+        unfinished: list[str]
+
+        def create_container(self, case: DockerCaseRun) -> Any:
+            name = f"evalarc-{case.case_id}-{case.containers_made}"
+            try:
+                return super().create_container(case)
+            except KeyboardInterrupt:
+                self.unfinished.append(name)
+                raise
+
+    backend = TrackedDockerBackend(
+        snapshot.path,
+        snapshot.command,
+        limits,
+        work_root,
+        image=options.image or DEFAULT_IMAGE,
+        owner=owner,
+    )
+    backend.unfinished = []
+    return backend
+
+
+def _replay_backend(options: BackendChoice, snapshot: Snapshot, limits: Limits) -> Backend:
+    """Answer every case from recordings of this exact candidate (MissingRecordings, exit 2,
+    lists the cases that have none)."""
+    from evalarc.packs import grader_sha256
+    from evalarc.resources import bundled_dir
+    from evalarc.runtime.replay import RuntimeRequest, make_replay_backend, open_store
+
+    pack, seeds = options.pack, options.seeds
+    if pack is None:
+        raise ValueError("a replay backend needs its pack")
+    store = open_store(options.recordings or bundled_dir("recordings"))
+    labels = [
+        f"{case.seed}/{case.case_id}" for seed in seeds for case in pack.grader.generate_cases(seed)
+    ]
+    return make_replay_backend(
+        store,
+        candidate_sha256=snapshot.sha256,
+        pack=f"{pack.id}@{pack.version}",
+        grader_sha256=grader_sha256(pack),
+        request=RuntimeRequest(command=snapshot.command, limits=limits, image=options.image),
+        labels=labels,
+    )
+
+
+def replay_notes(backend: Backend) -> tuple[str, ...]:
+    """What a replay must tell its user beyond the report (nothing for live backends)."""
+    from evalarc.runtime.replay import ReplayBackend
+
+    if not isinstance(backend, ReplayBackend):
+        return ()
+    notes = [divergence.describe() for divergence in backend.divergences]
+    notes.extend(
+        f"replayed recordings made under grader {grader[:12]} through today's grader "
+        f"{backend.grader_sha256[:12]}"
+        for grader in sorted(backend.foreign_graders)
+    )
+    return tuple(notes)
+
+
+UNFINISHED_CREATE_WAIT = 5.0
+"""Seconds to wait for the engine to finish a container creation we interrupted."""
+
+
+def close_backend(backend: Backend) -> None:
+    """Remove every container a Docker backend made (a safety net behind each case's own
+    cleanup, e.g. after Ctrl-C in the middle of a Docker call) and close its engine connection."""
+    if backend.name != "docker":
+        return  # nothing to remove, and no reason to import the Docker SDK
+    from docker.errors import NotFound
+
+    from evalarc.runtime.docker_backend import BACKEND_LABEL, DockerBackend
+
+    if not isinstance(backend, DockerBackend):
+        return
+    client = backend.client
+    for name in getattr(backend, "unfinished", []):
+        deadline = time.monotonic() + UNFINISHED_CREATE_WAIT
+        while time.monotonic() < deadline:
+            try:
+                client.containers.get(name).remove(force=True)
+                break
+            except NotFound:
+                time.sleep(0.1)
+            except Exception:  # the engine is failing; the label sweep below tries once more
+                break
+    with suppress(Exception):
+        for container in client.containers.list(
+            all=True, sparse=True, filters={"label": f"{BACKEND_LABEL}={backend.backend_id}"}
+        ):
+            with suppress(Exception):
+                container.remove(force=True)
+    with suppress(Exception):
+        client.close()
+
+
+def executor_params(executor: str, retry_infrastructure: int) -> dict[str, JSONValue]:
+    """Where cases ran and how infrastructure failures were retried, recorded only when not
+    the defaults (results never depend on either; the cluster's address is never recorded)."""
+    params: dict[str, JSONValue] = {}
+    if executor != "threads":
+        params["executor"] = executor
+    if retry_infrastructure:
+        params["retry_infrastructure"] = retry_infrastructure
+    return params
