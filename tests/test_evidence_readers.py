@@ -92,3 +92,22 @@ def test_junit_record_ids_are_the_case_ids_the_reader_builds() -> None:
     assert list(evidence) == list(
         load_results(EXAMPLES / "junit" / "current.xml", "junit", 1.0).cases
     )
+
+
+def test_junit_attempts_share_read_only_usage_but_keep_each_duration() -> None:
+    from evalarc.formats.junit import read_junit_bytes
+    from evalarc.formats.model import Source
+
+    xml = (
+        b'<testsuites><testsuite name="s"><testcase name="a" time="0.5"/>'
+        b'<testcase name="b" time="0.5"/><testcase name="c" time="-0"/>'
+        b'<testcase name="d" time="0"/><testcase name="e"/><testcase name="f"/>'
+        b"</testsuite></testsuites>"
+    )
+    run = read_junit_bytes(xml, Source("r.xml", "0" * 64), 1.0)
+    usage = {case: metas[0].usage for case, metas in run.samples.items()}
+    assert usage["s::a"] is usage["s::b"] and usage["s::a"] == {"duration_seconds": 0.5}
+    assert str(usage["s::c"]["duration_seconds"]) == "-0.0"
+    assert str(usage["s::d"]["duration_seconds"]) == "0.0"
+    assert usage["s::e"] == usage["s::f"] == {}
+    assert all(len(attempts["passed"]) == 1 for attempts in run.cases.values())
