@@ -9,9 +9,20 @@ faults; seeds 17 41 97 by default: 9 x 45 = 405 cases):
 * **ray 1 node / 3 nodes**: ``--executor ray`` on a local ``ray.cluster_utils.Cluster`` (each
   node declaring ``evalarc_slot`` = the core count), run in a network namespace of its own
   (``unshare -n``, loopback only) with Ray's token authentication;
-* **floor**: the same cases, each with its recorded number of sessions, run through the same
-  Docker backend at the core count's parallelism by a bare program that reads stdin to EOF and
-  exits (container per case, exec, readiness marker, interpreter start, clean-up; no protocol).
+* **floor**: the same Docker work with no EvalArc code in the loop (:func:`floor_case`, the
+  docker SDK's low-level calls only): for every case of every control, in the order the
+  scheduler queues them, a container of the same image with the same sandbox options, and per
+  session one exec of the same command as the same user, sent the same request lines as the
+  audit sent (read from the bundled recordings through a replay audit), each response line
+  awaited, then EOF and the exit, or a ``kill -9 -1`` exec where the audit killed the session;
+  the container removed at the end. Run at the core count's parallelism (what ``--jobs`` at the
+  core count runs), once before and once after the audits, averaged. What EvalArc adds on top
+  is its own work: the readiness prelude, the reaper between sessions, grading, recording,
+  events and the report folder.
+
+Besides the wall times it prints the host-side cost per case of ``--executor ray``'s acceptance
+step (parse a worker's transcript, replay it through the grader), measured on one thread over
+the ``--jobs`` audit's recordings: what bounds one driver's throughput on many nodes.
 
 Targets: ``--jobs`` at the core count <= 1.2 x floor; Ray on one node <= 1.5 x ``--jobs``. The
 machine may be shared: the 1-minute load average is printed beside every figure.
@@ -29,21 +40,37 @@ import json
 import os
 import secrets
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from evalarc.packs import evaluate, load_pack
-from evalarc.reports.audit import AuditOptions, prepare_controls, run_audit
-from evalarc.runtime.docker_backend import DockerBackend
-from evalarc.runtime.snapshot import snapshot_candidate
+import docker
+
+from evalarc.packs import evaluate, grader_sha256, load_pack
+from evalarc.reports.audit import AuditOptions, AuditResult, Control, prepare_controls, run_audit
+from evalarc.runtime.docker_backend import (
+    CANDIDATE_USER,
+    IDLE_USER,
+    LIFETIME_SLACK_SECONDS,
+    MEMORY_LIMIT_BYTES,
+    NANO_CPUS,
+    PIDS_LIMIT,
+    STATE_OPTIONS,
+    TMPFS_OPTIONS,
+    DockerBackend,
+)
+from evalarc.runtime.protocol import Limits
 
 TASK = "durable-kv"
-BARE = ["python3", "-I", "-B", "-c", "import sys; sys.stdin.buffer.read()"]
+KILL = ["/bin/sh", "-c", "kill -9 -1"]
+"""The least a kill takes in the image (it has no /bin/kill): SIGKILL every candidate process."""
 TIMING = {"created_at", "duration_seconds", "evaluation_seconds", "recording_sha256"}
 
 
@@ -59,31 +86,156 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def session_plan(audit: dict[str, Any]) -> list[int]:
-    """Sessions of every case of every control (case-granular, in audit order)."""
-    evaluations = [audit["reference"], *(row["evaluation"] for row in audit["mutants"])]
-    return [len(case["processes"]) for evaluation in evaluations for case in evaluation["cases"]]
+@dataclass(frozen=True, slots=True)
+class FloorSession:
+    """One process of a case, as the audit ran it: its argv, the request lines it was sent
+    (one response line awaited after each) and how it ended (``eof`` or ``kill``)."""
+
+    argv: list[str]
+    requests: list[bytes]
+    stop: str
 
 
-def bare_floor(plan: list[int], image: str, jobs: int, work: Path) -> float:
-    pack = load_pack(TASK)
-    work.mkdir()
-    workspace = work / "bare"
-    workspace.mkdir()
-    (workspace / "evalarc.toml").write_text(f"command = {json.dumps(BARE)}\n", encoding="utf-8")
-    snapshot = snapshot_candidate(workspace, work / "bare-snapshot", [])
-    backend = DockerBackend(snapshot.path, snapshot.command, pack.limits, work, image=image)
+@dataclass(frozen=True, slots=True)
+class FloorCase:
+    snapshot: Path
+    sessions: list[FloorSession]
 
-    def case(sessions: int) -> None:
-        with backend.open_case("bare") as run:
-            for _ in range(sessions):
-                run.start_session().stop_eof()
 
+def floor_plan(plan: AuditResult, controls: list[Control]) -> list[FloorCase]:
+    """Every case of every control, in the order the scheduler queues them (case-major), with
+    the sessions and requests its recording holds."""
+    evaluations = {"reference": plan.audit["reference"]}
+    evaluations.update({row["name"]: row["evaluation"] for row in plan.audit["mutants"]})
+    per_control: list[list[FloorCase]] = []
+    for control in controls:
+        cases: list[FloorCase] = []
+        for record in evaluations[control.name]["cases"]:
+            path = plan.output / "recordings" / f"{record['recording_sha256']}.jsonl"
+            sessions: dict[int, FloorSession] = {}
+            for line in path.read_text(encoding="ascii").splitlines():
+                event = json.loads(line)
+                index = event["session"]
+                if event["event"] == "start":
+                    sessions[index] = FloorSession(list(event["argv"]), [], "eof")
+                elif event["event"] == "send":
+                    sessions[index].requests.append(event["line"].encode("ascii") + b"\n")
+                elif event["event"] == "kill":
+                    sessions[index] = replace(sessions[index], stop="kill")
+                elif event["event"] == "fault":
+                    raise SystemExit(f"the floor cannot mirror a faulted case ({path.name})")
+            cases.append(FloorCase(control.snapshot.path, [sessions[i] for i in sorted(sessions)]))
+        per_control.append(cases)
+    return [cases[number] for number in range(len(per_control[0])) for cases in per_control]
+
+
+class _Frames:
+    """Reads Docker's multiplexed exec stream (8-byte frame headers) from a blocking socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.pending = b""
+        self.stdout = b""
+
+    def read_line(self) -> bool:
+        """Wait for one more stdout line; False at end of stream."""
+        while b"\n" not in self.stdout:
+            if not self._more():
+                return False
+        self.stdout = self.stdout.split(b"\n", 1)[1]
+        return True
+
+    def drain(self) -> None:
+        while self._more():
+            pass
+
+    def _more(self) -> bool:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            return False
+        self.pending += chunk
+        while len(self.pending) >= 8:
+            stream, size = struct.unpack_from(">BxxxL", self.pending)
+            if len(self.pending) < 8 + size:
+                break
+            if stream == 1:
+                self.stdout += self.pending[8 : 8 + size]
+            self.pending = self.pending[8 + size :]
+        return True
+
+
+def _exec_stopped(api: Any, exec_id: str) -> None:
+    while api.exec_inspect(exec_id)["Running"]:
+        time.sleep(0.005)
+
+
+def floor_case(api: Any, image_id: str, case: FloorCase, limits: Limits) -> None:
+    """The Docker work of one case and nothing else: its container (the same sandbox), one exec
+    per session fed the same requests, each response line awaited, then EOF and the exit, or a
+    ``kill -9 -1`` exec as the candidate's uid; the container removed at the end."""
+    container = api.create_container(
+        image_id,
+        ["sleep", str(int(limits.case_timeout + LIFETIME_SLACK_SECONDS))],
+        user=IDLE_USER,
+        labels={"evalarc.bench": "floor"},
+        network_disabled=True,
+        working_dir="/candidate",
+        host_config=api.create_host_config(
+            auto_remove=True,
+            init=True,
+            network_mode="none",
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            nano_cpus=NANO_CPUS,
+            mem_limit=MEMORY_LIMIT_BYTES,
+            memswap_limit=MEMORY_LIMIT_BYTES,
+            pids_limit=PIDS_LIMIT,
+            tmpfs={"/tmp": TMPFS_OPTIONS, "/state": STATE_OPTIONS},
+            binds={str(case.snapshot): {"bind": "/candidate", "mode": "ro"}},
+        ),
+    )["Id"]
+    try:
+        api.start(container)
+        for session in case.sessions:
+            exec_id = api.exec_create(
+                container,
+                session.argv,
+                stdin=True,
+                user=CANDIDATE_USER,
+                workdir="/candidate",
+            )["Id"]
+            owner = api.exec_start(exec_id, socket=True)
+            sock = owner._sock
+            sock.settimeout(limits.response_timeout)
+            frames = _Frames(sock)
+            for request in session.requests:
+                sock.sendall(request)
+                if not frames.read_line():
+                    raise SystemExit("a floor session ended before its response")
+            if session.stop == "kill":
+                killer = api.exec_create(container, KILL, user=CANDIDATE_USER)
+                api.exec_start(killer["Id"], detach=True)
+            else:
+                sock.shutdown(socket.SHUT_WR)
+                frames.drain()
+            _exec_stopped(api, exec_id)
+            sock.close()
+            owner.close()
+    finally:
+        api.remove_container(container, force=True)
+
+
+def bare_floor(cases: list[FloorCase], image: str, jobs: int, limits: Limits) -> float:
+    """Wall seconds of :func:`floor_case` over every case, ``jobs`` at a time."""
+    client = docker.from_env(timeout=60, max_pool_size=64)
+    api = client.api
+    image_id = client.images.get(image).id
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(case, plan))
+        list(pool.map(lambda case: floor_case(api, image_id, case, limits), cases))
     seconds = time.perf_counter() - started
-    backend.client.close()
+    client.close()
     return seconds
 
 
@@ -167,10 +319,61 @@ def ray_inside(work: Path, seeds: tuple[int, ...], image: str, slots: int) -> No
     print(json.dumps(results))
 
 
+def rederive_cost(folder: Path, seeds: tuple[int, ...]) -> dict[str, float]:
+    """Host-side cost of ``--executor ray``'s acceptance step, per case, on one thread: parse
+    each case's transcript from an audit folder and replay it through this host's grader (what
+    the driver does for every case a worker returns); every derived record must equal the one
+    in the folder apart from its timing."""
+    from evalarc.packs import plan_cases
+    from evalarc.ray_executor import rederive
+    from evalarc.runtime.recording import parse_recording
+
+    pack = load_pack(TASK)
+    grader = grader_sha256(pack)
+    cases = plan_cases(pack, seeds)
+    audit = json.loads((folder / "audit.json").read_text(encoding="utf-8"))
+    evaluations = [audit["reference"], *(row["evaluation"] for row in audit["mutants"])]
+    work: list[tuple[dict[str, Any], Any, dict[str, Any], bytes]] = []
+    for evaluation in evaluations:
+        for case, record in zip(cases, evaluation["cases"], strict=True):
+            path = folder / "recordings" / f"{record['recording_sha256']}.jsonl"
+            work.append((evaluation, case, record, path.read_bytes()))
+    count = 0
+    started = time.perf_counter()
+    for evaluation, case, stored, data in work:
+        transcript = parse_recording(data, Path(case.case_id))
+        record, _, divergences = rederive(
+            pack,
+            grader,
+            evaluation["candidate_sha256"],
+            evaluation["runtime"],
+            pack.limits,
+            case,
+            transcript,
+        )
+        if divergences or _strip(record) != _strip(stored):
+            raise SystemExit(f"re-deriving {case.seed}/{case.case_id} gave another record")
+        count += 1
+    seconds = time.perf_counter() - started
+    return {"cases": count, "seconds": seconds, "per_case_ms": 1000 * seconds / count}
+
+
 def _partial(name: str, row: dict[str, Any]) -> None:
     """Each figure as soon as it is measured (on stderr), so a later failure loses nothing."""
-    print(f"  measured {name}: {row['seconds']:.2f} s at load {row['load']:.1f}",
-          file=sys.stderr, flush=True)
+    print(
+        f"  measured {name}: {row['seconds']:.2f} s at load {row['load']:.1f}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _timed(name: str, rows: dict[str, dict[str, Any]], run: Any) -> Any:
+    load = _load()
+    started = time.perf_counter()
+    result = run()
+    rows[name] = {"seconds": time.perf_counter() - started, "load": (load + _load()) / 2}
+    _partial(name, rows[name])
+    return result
 
 
 def main() -> None:
@@ -186,41 +389,42 @@ def main() -> None:
         ray_inside(arguments.ray_inside, seeds, arguments.image, arguments.slots)
         return
     cores = os.cpu_count() or 1
+    pack = load_pack(TASK)
     rows: dict[str, dict[str, Any]] = {}
+    loads_before = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="evalarc-bench-executors-"))
     try:
-        plan = session_plan(
-            run_audit(
-                work / "plan",
-                AuditOptions(task=TASK, backend="replay", seeds=seeds),
-                temp_root=work,
-            ).audit
+        # The floor mirrors what the audit does, taken from its bundled recordings (a replay
+        # audit gives every case's sessions and requests without running anything).
+        plan = run_audit(
+            work / "plan", AuditOptions(task=TASK, backend="replay", seeds=seeds), temp_root=work
         )
-        load = _load()
-        floor_before = bare_floor(plan, arguments.image, cores, work / "floor-before")
-        rows["floor"] = {"seconds": floor_before, "load": (load + _load()) / 2}
-        _partial("floor (before)", rows["floor"])
-        load = _load()
-        rows["sequential"] = {
-            "seconds": sequential(seeds, arguments.image, work / "seq"),
-            "load": 0.0,
-        }
-        rows["sequential"]["load"] = (load + _load()) / 2
-        _partial("sequential", rows["sequential"])
+        floor_cases = floor_plan(plan, prepare_controls(pack, "python", work / "floor"))
+        floors = [
+            _timed(
+                "floor (before)",
+                rows,
+                lambda: bare_floor(floor_cases, arguments.image, cores, pack.limits),
+            )
+        ]
+        floor_row = rows.pop("floor (before)")
+        _timed("sequential", rows, lambda: sequential(seeds, arguments.image, work / "seq"))
         reference: Any = None
         for jobs in (1, 2, 4):
             options = AuditOptions(task=TASK, image=arguments.image, seeds=seeds, jobs=jobs)
-            load = _load()
-            started = time.perf_counter()
-            audit = run_audit(work / f"jobs-{jobs}", options, temp_root=work)
-            rows[f"--jobs {jobs}"] = {
-                "seconds": time.perf_counter() - started,
-                "load": (load + _load()) / 2,
-            }
+            audit = _timed(
+                f"--jobs {jobs}",
+                rows,
+                lambda options=options, jobs=jobs: run_audit(
+                    work / f"jobs-{jobs}", options, temp_root=work
+                ),
+            )
             stripped = _strip(audit.audit)
             rows[f"--jobs {jobs}"]["same"] = reference is None or stripped == reference
             reference = reference or stripped
-            _partial(f"--jobs {jobs}", rows[f"--jobs {jobs}"])
+        rederived = rederive_cost(
+            work / f"jobs-{min(cores, 4) if cores in (1, 2, 4) else 2}", seeds
+        )
         if not arguments.skip_ray:
             for name, row in ray_rows(seeds, arguments.image, cores, work).items():
                 rows[name] = {
@@ -228,35 +432,58 @@ def main() -> None:
                     "load": row["load"],
                     "same": row["audit"] == reference,
                 }
-        load = _load()
-        floor_after = bare_floor(plan, arguments.image, cores, work / "floor-after")
-        rows["floor"]["seconds"] = (floor_before + floor_after) / 2
-        rows["floor"]["load"] = (rows["floor"]["load"] + (load + _load()) / 2) / 2
+                _partial(name, rows[name])
+        floors.append(
+            _timed(
+                "floor (after)",
+                rows,
+                lambda: bare_floor(floor_cases, arguments.image, cores, pack.limits),
+            )
+        )
+        after_row = rows.pop("floor (after)")
+        rows = {
+            "floor": {
+                "seconds": (floor_row["seconds"] + after_row["seconds"]) / 2,
+                "load": (floor_row["load"] + after_row["load"]) / 2,
+            },
+            **rows,
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
     floor = rows["floor"]["seconds"]
-    jobs_at_cores = (
-        rows[f"--jobs {min(4, max(1, cores))}"]["seconds"]
-        if cores in (1, 2, 4)
-        else rows["--jobs 2"]["seconds"]
-    )
+    at_cores = f"--jobs {cores}" if cores in (1, 2, 4) else "--jobs 2"
+    jobs_at_cores = rows[at_cores]["seconds"]
+    sessions = sum(len(case.sessions) for case in floor_cases)
     print(
-        f"{TASK} audit: 9 controls x {len(seeds)} seeds = {len(plan)} cases, "
-        f"{sum(plan)} sessions; image {arguments.image}; {cores} cores"
+        f"{TASK} audit: 9 controls x {len(seeds)} seeds = {len(floor_cases)} cases, "
+        f"{sessions} sessions; image {arguments.image}; {cores} cores"
     )
-    print(f"  {'run':<14} {'wall s':>9} {'x floor':>8} {'load':>6}  same audit")
+    print("load average before the run: " + " ".join(f"{value:.1f}" for value in loads_before))
+    print(
+        f"floor: {floors[0]:.2f} s before the audits, {floors[1]:.2f} s after (mean below); "
+        f"load average after the run: " + " ".join(f"{v:.1f}" for v in os.getloadavg())
+    )
+    print()
+    print("| run | wall s | x floor | load (1 min) | same audit as --jobs 1 |")
+    print("| --- | ---: | ---: | ---: | --- |")
     for name, row in rows.items():
         same = "" if "same" not in row else ("yes" if row["same"] else "NO")
         print(
-            f"  {name:<14} {row['seconds']:9.2f} {row['seconds'] / floor:8.2f} "
-            f"{row['load']:6.1f}  {same}"
+            f"| {name} | {row['seconds']:.1f} | {row['seconds'] / floor:.2f} | "
+            f"{row['load']:.1f} | {same} |"
         )
-    print(f"  --jobs {cores} (core count) / floor = {jobs_at_cores / floor:.2f} (target <= 1.2)")
+    print()
+    print(f"{at_cores} (core count) / floor = {jobs_at_cores / floor:.2f} (target <= 1.2)")
     if "ray 1 node" in rows:
         print(
-            f"  ray 1 node / --jobs {cores} = "
+            f"ray 1 node / {at_cores} = "
             f"{rows['ray 1 node']['seconds'] / jobs_at_cores:.2f} (target <= 1.5)"
         )
+    print(
+        f"host-side re-derivation (parse + replay through the grader, one thread): "
+        f"{rederived['per_case_ms']:.2f} ms per case over {rederived['cases']:.0f} cases "
+        f"({1000 / rederived['per_case_ms']:.0f} cases/s)"
+    )
 
 
 if __name__ == "__main__":

@@ -22,9 +22,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from evalarc.review.diff import BLOCKING_KINDS, overall_passed
+from evalarc.errors import EvalArcError
+from evalarc.review.diff_model import SIDES, DiffReport, SideTally
 
 MAX_ANNOTATIONS = 10
 """Blocking changes (and, separately, leakage hits) annotated at most; the rest are counted."""
@@ -100,10 +101,10 @@ class GateResult:
     exit_code: int = 0
 
 
-def _fraction(side: object) -> str:
-    if not isinstance(side, dict):
+def _fraction(side: SideTally | None) -> str:
+    if side is None:
         return "absent"
-    return f"{side.get('passed')}/{side.get('assessed')}"
+    return f"{side.passed}/{side.assessed}"
 
 
 def _ratio_text(value: object) -> str:
@@ -112,35 +113,33 @@ def _ratio_text(value: object) -> str:
     return f"{round(float(value), 6):g}" if abs(value) < 1e15 else str(value)
 
 
-def report_outputs(report: dict[str, Any], report_dir: str) -> dict[str, str]:
+def report_outputs(report: DiffReport, report_dir: str) -> dict[str, str]:
     """The step outputs: the quality gate, the overall decision, counts and optional states."""
-    generalization = report.get("generalization")
-    leakage = report.get("leakage")
-    cost = report.get("cost_gate")
+    generalization = report.generalization
+    leakage = report.leakage
+    cost = report.cost_gate
     return {
-        "gate-passed": "true" if report.get("gate_passed") else "false",
-        "passed": "true" if overall_passed(report) else "false",
-        "blocking-changes": str(int(report.get("blocking_changes") or 0)),
+        "gate-passed": "true" if report.gate_passed else "false",
+        "passed": "true" if report.passed else "false",
+        "blocking-changes": str(report.blocking_changes),
         "report": report_dir,
-        "generalization-state": str(generalization.get("state", ""))
-        if isinstance(generalization, dict)
-        else "",
-        "leakage-hits": str(len(leakage.get("hits") or [])) if isinstance(leakage, dict) else "",
-        "cost-ratio": _ratio_text(cost.get("ratio")) if isinstance(cost, dict) else "",
+        "generalization-state": generalization.state if generalization is not None else "",
+        "leakage-hits": str(len(leakage.hits)) if leakage is not None else "",
+        "cost-ratio": _ratio_text(cost.ratio) if cost is not None else "",
     }
 
 
-def blocking_annotations(report: dict[str, Any], limit: int = MAX_ANNOTATIONS) -> list[str]:
+def blocking_annotations(report: DiffReport, limit: int = MAX_ANNOTATIONS) -> list[str]:
     """One warning per blocking change (up to ``limit``), then one line counting the rest."""
-    rows = [row for row in report.get("changes") or [] if row.get("kind") in BLOCKING_KINDS]
+    rows = list(report.blocking_rows())
     commands: list[str] = []
     for row in rows[:limit]:
-        kind = str(row.get("kind"))
+        kind = row.kind
         message = (
-            f"{row.get('case_id')} / {row.get('check')}: passed "
-            f"{_fraction(row.get('baseline'))} -> {_fraction(row.get('current'))}"
+            f"{row.case_id} / {row.check}: passed "
+            f"{_fraction(row.baseline)} -> {_fraction(row.current)}"
         )
-        if row.get("within_sampling_noise"):
+        if row.within_sampling_noise:
             message += " (within sampling noise; the gate still fails)"
         commands.append(
             workflow_command("warning", message, title=f"EvalArc {kind.replace('_', ' ')}")
@@ -156,12 +155,12 @@ def blocking_annotations(report: dict[str, Any], limit: int = MAX_ANNOTATIONS) -
     return commands
 
 
-def other_annotations(report: dict[str, Any], limit: int = MAX_ANNOTATIONS) -> list[str]:
+def other_annotations(report: DiffReport, limit: int = MAX_ANNOTATIONS) -> list[str]:
     """Warnings for unfinished runs, the held-out state, leakage hits and a failed cost gate."""
     commands: list[str] = []
-    for side in ("baseline", "current"):
-        if report.get(f"{side}_incomplete"):
-            status = ((report.get(side) or {}).get("identity") or {}).get("status")
+    for side in SIDES:
+        if report.incomplete(side):
+            status = report.side(side).identity.get("status")
             commands.append(
                 workflow_command(
                     "warning",
@@ -169,27 +168,27 @@ def other_annotations(report: dict[str, Any], limit: int = MAX_ANNOTATIONS) -> l
                     title=f"EvalArc incomplete {side}",
                 )
             )
-    generalization = report.get("generalization")
-    if isinstance(generalization, dict) and generalization.get("state") != "generalizes":
+    generalization = report.generalization
+    if generalization is not None and generalization.state != "generalizes":
         commands.append(
             workflow_command(
                 "warning",
-                generalization.get("explanation", ""),
-                title=f"EvalArc held-out: {generalization.get('state')}",
+                generalization.explanation,
+                title=f"EvalArc held-out: {generalization.state}",
             )
         )
-    leakage = report.get("leakage")
-    if isinstance(leakage, dict):
-        hits = leakage.get("hits") or []
+    leakage = report.leakage
+    if leakage is not None:
+        hits = leakage.hits
         for hit in hits[:limit]:
             commands.append(
                 workflow_command(
                     "warning",
-                    f"{hit.get('role')} of case {hit.get('case_id')} "
-                    f"({hit.get('partition') or 'no split'}) appears verbatim: {hit.get('text')}",
+                    f"{hit.role} of case {hit.case_id} "
+                    f"({hit.partition or 'no split'}) appears verbatim: {hit.text}",
                     title="EvalArc harness leakage",
-                    file=hit.get("file"),
-                    line=hit.get("line"),
+                    file=hit.file,
+                    line=hit.line,
                 )
             )
         if len(hits) > limit:
@@ -200,13 +199,13 @@ def other_annotations(report: dict[str, Any], limit: int = MAX_ANNOTATIONS) -> l
                     title="EvalArc harness leakage",
                 )
             )
-    cost = report.get("cost_gate")
-    if isinstance(cost, dict) and not cost.get("passed", False):
+    cost = report.cost_gate
+    if cost is not None and not cost.passed:
         commands.append(
             workflow_command(
                 "warning",
-                f"{cost.get('metric')}: current/baseline {_ratio_text(cost.get('ratio'))} "
-                f"exceeds the limit {cost.get('max_ratio')}",
+                f"{cost.metric}: current/baseline {_ratio_text(cost.ratio)} "
+                f"exceeds the limit {cost.max_ratio}",
                 title="EvalArc cost gate failed",
             )
         )
@@ -228,23 +227,23 @@ def diff_reason(stderr: str) -> str | None:
     return None
 
 
-def failed_gates(report: dict[str, Any]) -> list[str]:
+def failed_gates(report: DiffReport) -> list[str]:
     """Each gate that failed, in words (empty when every gate passed)."""
     failed: list[str] = []
-    blocking = int(report.get("blocking_changes") or 0)
+    blocking = report.blocking_changes
     if blocking:
         failed.append(f"{blocking} check(s) lost passes or coverage")
-    for side in ("baseline", "current"):
-        if report.get(f"{side}_incomplete"):
+    for side in SIDES:
+        if report.incomplete(side):
             failed.append(f"the {side} run did not finish")
-    if report.get("generalization_required") and not report.get("generalization_passed"):
-        state = (report.get("generalization") or {}).get("state")
+    if report.generalization_passed is False:
+        state = report.generalization.state if report.generalization is not None else None
         failed.append(f"the required generalization was not shown (held-out state {state})")
-    cost = report.get("cost_gate")
-    if isinstance(cost, dict) and not cost.get("passed", False):
+    cost = report.cost_gate
+    if cost is not None and not cost.passed:
         failed.append(
-            f"the cost gate on {cost.get('metric')} failed: current/baseline "
-            f"{_ratio_text(cost.get('ratio'))} exceeds {cost.get('max_ratio')}"
+            f"the cost gate on {cost.metric} failed: current/baseline "
+            f"{_ratio_text(cost.ratio)} exceeds {cost.max_ratio}"
         )
     return failed
 
@@ -253,7 +252,7 @@ def decide(
     report_dir: str,
     diff_exit: int,
     fail_on_regression: bool,
-    read_report: Callable[[Path], dict[str, Any]] | None = None,
+    read_report: Callable[[Path], object] | None = None,
     diff_stderr: str = "",
 ) -> GateResult:
     """Everything the gate step does, as data: outputs, workflow commands, exit code."""
@@ -270,8 +269,9 @@ def decide(
         result.exit_code = 2
         return result
     try:
-        report = (read_report or _read_report)(Path(report_dir) / REPORT_FILE)
-    except (OSError, ValueError) as error:
+        value = (read_report or _read_report)(Path(report_dir) / REPORT_FILE)
+        report = DiffReport.from_json(value, REPORT_FILE)
+    except (OSError, ValueError, RecursionError, EvalArcError) as error:
         result.commands.append(
             workflow_command(
                 "error", f"cannot read {REPORT_FILE} in {report_dir}: {error}", title="EvalArc"
@@ -299,12 +299,9 @@ def decide(
     return result
 
 
-def _read_report(path: Path) -> dict[str, Any]:
+def _read_report(path: Path) -> object:
     with path.open(encoding="utf-8") as handle:
-        value = json.load(handle)
-    if not isinstance(value, dict):
-        raise ValueError(f"{REPORT_FILE} is not a JSON object")
-    return value
+        return json.load(handle)
 
 
 # -- entry point --------------------------------------------------------------------------------

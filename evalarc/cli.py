@@ -92,7 +92,7 @@ def diff(
     """Compare every case and check of BASELINE and CURRENT; exit 1 if any check lost passes."""
     from evalarc.reports.diff import DiffRequest, run_diff
     from evalarc.reports.diff_text import terminal_lines
-    from evalarc.review.diff import DiffOptions, overall_passed
+    from evalarc.review.diff import DiffOptions
 
     options = DiffOptions(
         threshold=results_as.threshold,
@@ -112,7 +112,7 @@ def diff(
     # run_diff appends the Markdown summary itself (before the folder is published).
     report = run_diff(request, out.output, out.junit, out.markdown)
     lines = terminal_lines(report, out.folder_name)
-    emit(Outcome(_accepted_if(overall_passed(report)), lines, report), out)
+    emit(Outcome(_accepted_if(report.passed), lines, report), out)
 
 
 @main.command("eval-health")
@@ -165,7 +165,7 @@ def eval_health(
         inputs=list(results), options=options, format=results_as.fmt, cases=cases
     )
     report = run_health(request, out.output)
-    code = _accepted_if(not require_healthy or bool(report["healthy"]))
+    code = _accepted_if(not require_healthy or report.healthy)
     lines = terminal_lines(report, out.folder_name)
     emit(Outcome(code, lines, report, markdown=markdown_summary(report)), out)
 
@@ -243,7 +243,7 @@ def hillclimb_review(
         harness=harness_paths(harness),
     )
     report = run_hillclimb_review(request, out.output)
-    code = _accepted_if(bool(report["merge_recommended"]))
+    code = _accepted_if(report.merge_recommended)
     lines = terminal_lines(report, out.folder_name)
     emit(Outcome(code, lines, report, markdown=markdown_summary(report)), out)
 

@@ -29,19 +29,22 @@ import contextlib
 import io
 import os
 import shutil
+import signal
 import tarfile
 import tempfile
+import threading
 import time
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalarc import __version__
+from evalarc.bundle import CANCELLING_SIGNALS
 from evalarc.canonical import sha256_text
 from evalarc.errors import EnvironmentFailure, EvalArcError, InputError
-from evalarc.packs import Pack, grader_sha256, load_pack, run_case
+from evalarc.packs import CaseRecording, Pack, PackCase, grader_sha256, load_pack, run_case
 from evalarc.runtime.protocol import Limits, Transcript
 from evalarc.runtime.recording import RecordingIndex, RunKey, parse_recording, runtime_fingerprint
 from evalarc.runtime.replay import RecordingStore, ReplayBackend
@@ -154,8 +157,12 @@ def node_probe(task: str, image: str, limits: Limits, command: list[str]) -> dic
     }
 
 
-_BACKENDS: dict[tuple[str, str], Any] = {}
-"""One Docker backend per (snapshot, image) in each worker process (Ray reuses workers)."""
+_BACKENDS: OrderedDict[tuple[str, str], Any] = OrderedDict()
+"""Docker backends of each worker process by (snapshot, image), most recently used last (Ray
+reuses a worker for many cases, so a candidate's backend is made once per worker)."""
+MAX_BACKENDS = 8
+"""Backends a worker keeps: a sweep over thousands of candidates must not make each worker
+hold thousands of engine clients."""
 
 
 def run_case_on_node(
@@ -173,7 +180,7 @@ def run_case_on_node(
     pack = load_pack(task)
     started = time.monotonic()
     key = (sha256, image)
-    backend = _BACKENDS.get(key)
+    backend = _BACKENDS.pop(key, None)
     if backend is not None and not backend.snapshot_dir.is_dir():
         backend.client.close()  # an earlier run ended and removed this node's copy
         backend = None
@@ -181,7 +188,10 @@ def run_case_on_node(
         root = Path(tempfile.gettempdir())
         snapshot = unpack_snapshot(blob, sha256, list(pack.default_command), root)
         backend = DockerBackend(snapshot.path, snapshot.command, limits, root, image=image)
-        _BACKENDS[key] = backend
+    _BACKENDS[key] = backend
+    while len(_BACKENDS) > MAX_BACKENDS:
+        _, oldest = _BACKENDS.popitem(last=False)
+        oldest.client.close()  # a worker runs one task at a time: nobody else uses it now
     cases = [case for case in pack.grader.generate_cases(seed) if case.case_id == case_id]
     if len(cases) != 1:
         raise EnvironmentFailure(f"no case {seed}/{case_id} in {task}")
@@ -209,6 +219,23 @@ def sweep_node(snapshots: Sequence[str] = ()) -> int:
 
 
 # -- the host side ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _signal_handlers_kept() -> Iterator[None]:
+    """Keep this process's handlers of the cancelling signals across ``ray.init``, which sets
+    its own SIGTERM handler (``sys.exit(15)``): a SIGTERM must cancel the run like Ctrl-C (exit
+    130, nothing published), not end it with status 15."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept = {number: signal.getsignal(number) for number in CANCELLING_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in kept.items():
+            if handler is not None:
+                signal.signal(number, handler)
 
 
 def _fault_transcript(message: str) -> Transcript:
@@ -264,27 +291,31 @@ class RayExecutor:
     # -- set-up -------------------------------------------------------------------------------
 
     def _connect(self, address: str | None) -> None:
-        ray = self._ray
         target = address or os.environ.get("RAY_ADDRESS") or None
         try:
-            if target is None:
-                from evalarc.schedule import default_jobs
-
-                ray.init(
-                    resources={SLOT_RESOURCE: default_jobs()},
-                    include_dashboard=False,
-                    _node_ip_address="127.0.0.1",
-                    log_to_driver=False,
-                    configure_logging=False,
-                )
-                self._started_here = True
-            else:
-                ray.init(address=target, log_to_driver=False, configure_logging=False)
+            with _signal_handlers_kept():
+                self._init(target)
         except Exception as error:  # Ray raises many kinds (ConnectionError, RuntimeError ...)
             raise EnvironmentFailure(
                 f"cannot join the Ray cluster {target or '(a new local one)'}: "
                 f"{str(error).splitlines()[0] if str(error) else type(error).__name__}"
             ) from None
+
+    def _init(self, target: str | None) -> None:
+        ray = self._ray
+        if target is not None:
+            ray.init(address=target, log_to_driver=False, configure_logging=False)
+            return
+        from evalarc.schedule import default_jobs
+
+        ray.init(
+            resources={SLOT_RESOURCE: default_jobs()},
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+            configure_logging=False,
+        )
+        self._started_here = True
 
     def _slot_nodes(self) -> list[str]:
         nodes = [
@@ -494,38 +525,17 @@ class RayExecutor:
     ) -> CaseResult:
         """Replay ``transcript`` through this host's grader; the record is the host's own."""
         subject = self._subjects[job.subject]
-        runtime = self.runtime(job.subject)
-        runtime_sha256 = runtime_fingerprint(runtime)
-        pack_key = f"{self._pack.id}@{self._pack.version}"
-        text = transcript.jsonl()
-        name = sha256_text(text)
-        index = RecordingIndex()
-        key = RunKey(
-            subject.snapshot.sha256,
-            pack_key,
+        record, recording, divergences = rederive(
+            self._pack,
             self._grader,
-            job.case.seed,
-            job.case.case_id,
-            runtime_sha256,
+            subject.snapshot.sha256,
+            self.runtime(job.subject),
+            self._limits,
+            job.case,
+            transcript,
         )
-        index.runtimes[runtime_sha256] = runtime
-        if transcript.events:
-            index.add(key, name)
-        data = text.encode("ascii")
-        store = RecordingStore(
-            index, "the worker's transcript", lambda wanted: data if wanted == name else None
-        )
-        backend = ReplayBackend(
-            store,
-            candidate_sha256=subject.snapshot.sha256,
-            pack=pack_key,
-            grader_sha256=self._grader,
-            runtime_sha256=runtime_sha256,
-            limits=self._limits,
-        )
-        record, recording = run_case(self._pack.grader, backend, job.case, self._limits)
-        if backend.divergences:
-            return self._reject(job, backend.divergences[0].message)
+        if divergences:
+            return self._reject(job, divergences[0])
         if worker_record is not None and _without_timing(worker_record) != _without_timing(record):
             return self._reject(
                 job,
@@ -539,6 +549,43 @@ class RayExecutor:
         ):
             record["duration_seconds"] = round(max(float(duration), 0.0), 6)
         return CaseResult(record, recording)
+
+
+def rederive(
+    pack: Pack,
+    grader: str,
+    candidate_sha256: str,
+    runtime: dict[str, Any],
+    limits: Limits,
+    case: PackCase,
+    transcript: Transcript,
+) -> tuple[dict[str, Any], CaseRecording | None, list[str]]:
+    """Replay one case's transcript through this host's grader (as ``verify`` does): the
+    record and recording this host derives, and why the transcript does not replay (empty
+    when it does). ``grader`` is the pack's grader fingerprint."""
+    runtime_sha256 = runtime_fingerprint(runtime)
+    pack_key = f"{pack.id}@{pack.version}"
+    text = transcript.jsonl()
+    name = sha256_text(text)
+    index = RecordingIndex()
+    key = RunKey(candidate_sha256, pack_key, grader, case.seed, case.case_id, runtime_sha256)
+    index.runtimes[runtime_sha256] = runtime
+    if transcript.events:
+        index.add(key, name)
+    data = text.encode("ascii")
+    store = RecordingStore(
+        index, "the worker's transcript", lambda wanted: data if wanted == name else None
+    )
+    backend = ReplayBackend(
+        store,
+        candidate_sha256=candidate_sha256,
+        pack=pack_key,
+        grader_sha256=grader,
+        runtime_sha256=runtime_sha256,
+        limits=limits,
+    )
+    record, recording = run_case(pack.grader, backend, case, limits)
+    return record, recording, [divergence.message for divergence in backend.divergences]
 
 
 def _without_timing(record: object) -> object:

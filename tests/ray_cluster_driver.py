@@ -11,7 +11,12 @@ Scenarios (each writes ``OUT/<scenario>/`` and a line to ``OUT/results.jsonl``):
 * ``one-node`` / ``three-nodes``: the durable-kv audit (seed 17) on 1 or 3 slot nodes;
 * ``lying-worker``: an evaluation of the reference where the workers tamper with one case's
   record and another case's transcript;
-* ``node-removed``: the audit on 3 slot nodes, one node removed while cases run.
+* ``node-removed``: the audit on 3 slot nodes, one node removed while cases run;
+* ``cancel-SIGINT`` / ``cancel-SIGTERM``: an ``evalarc audit --executor ray`` process (its own
+  process group, its own empty TMPDIR) gets the signal once its staged folder holds a few
+  recordings (cases done, others running on the node); the scenario records its exit status,
+  what is left beside the output and in its TMPDIR, and, after bounded waits, the case
+  containers, case tasks (``ray::run_case_on_node`` processes) and node snapshot copies left.
 
 Every scenario also reports the case containers its cluster's workers made that still exist.
 """
@@ -20,7 +25,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -83,8 +92,111 @@ class ContainerWatch:
     def left(self) -> list[str]:
         self._stop.set()
         self._thread.join()
+        return self.existing()
+
+    def existing(self) -> list[str]:
         ids = {entry["Id"] for entry in self.client.api.containers(all=True)}
         return sorted(self.seen & ids)
+
+
+def _case_tasks() -> list[str]:
+    """Processes of this driver's cluster still running (or titled after) an EvalArc task."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        names = ("run_case_on_node", "sweep_node", "node_probe")
+        if any(name in title for name in names) and _descends_from_root(int(entry.name)):
+            found.append(f"{entry.name}: {title.strip()[:80]}")
+    return found
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _until(deadline: float, check: Any) -> Any:
+    """``check()`` until it is falsy or ``deadline`` passes (bounded waits); its last value."""
+    while True:
+        value = check()
+        if not value or time.monotonic() >= deadline:
+            return value
+        time.sleep(0.25)
+
+
+def cancel_scenario(cluster: Cluster, name: str, out: Path) -> dict[str, Any]:
+    """Signal a running ``evalarc audit --executor ray`` mid-case; see the module doc."""
+    signum = signal.Signals[name.removeprefix("cancel-")]
+    watch = ContainerWatch()
+    root = out / name
+    temp, work = root / "tmp", root / "work"
+    temp.mkdir(parents=True)
+    work.mkdir()
+    output = work / "audit"
+    evalarc = Path(sys.executable).with_name("evalarc")
+    process = subprocess.Popen(
+        [str(evalarc), "audit", "--task", "durable-kv", "--seeds", *map(str, SEEDS), "--image",
+         IMAGE, "--executor", "ray", "--ray-address", cluster.address, "--output", str(output)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(temp)},
+        start_new_session=True,
+    )
+    result: dict[str, Any] = {"scenario": name, "recorded_before_signal": 0}
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline and process.poll() is None:
+        staged = [entry for entry in work.iterdir() if entry.name.endswith(".partial")]
+        recordings = staged[0] / "recordings" if staged else None
+        if recordings is not None and recordings.is_dir():
+            count = sum(1 for _ in recordings.iterdir())
+            if count >= 4:
+                result["recorded_before_signal"] = count
+                break
+        time.sleep(0.05)
+    # What the checks below must see gone: case tasks running and their containers.
+    result["case_tasks_before"] = _case_tasks()
+    result["containers_before"] = len(watch.seen)
+    result["delivered"] = process.poll() is None
+    if result["delivered"]:
+        if signum == signal.SIGINT:
+            os.killpg(process.pid, signum)  # Ctrl-C: the whole process group
+        else:
+            process.send_signal(signum)  # kill PID: the process only
+    try:
+        _, stderr = process.communicate(timeout=120)
+        result["hung"] = False
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        _, stderr = process.communicate()
+        result["hung"] = True
+    result["code"] = process.returncode
+    result["stderr"] = stderr.decode("utf-8", "replace")[-600:]
+    result["left"] = sorted(entry.name for entry in work.iterdir())
+    result["temp"] = sorted(entry.name for entry in temp.iterdir())
+    # Bounded waits: what EvalArc stopped may take the engine and Ray a moment to clear.
+    settle = time.monotonic() + 30
+    result["group_alive"] = _until(settle, lambda: _group_alive(process.pid))
+    result["case_tasks"] = _until(settle, _case_tasks)
+    result["containers_left"] = _until(settle, watch.existing)
+    watch.left()
+    result["node_copies"] = sorted(
+        entry.name
+        for entry in Path(os.environ.get("TMPDIR", "/tmp")).iterdir()
+        if entry.name.startswith("evalarc-worker-")
+    )
+    with (out / "results.jsonl").open("a") as stream:
+        stream.write(json.dumps(result) + "\n")
+    return result
 
 
 def lying_run(task: str, blob: bytes, sha256: str, seed: int, case_id: str, *rest: Any) -> Any:
@@ -103,6 +215,19 @@ def lying_run(task: str, blob: bytes, sha256: str, seed: int, case_id: str, *res
                 break
         answer["transcript"] = "".join(lines)
     return answer
+
+
+def machine_strings(cluster: Cluster, out: Path) -> list[str]:
+    """What identifies this machine and this cluster: none may appear in a published file."""
+    strings = {cluster.address, cluster.address.rpartition(":")[0], socket.gethostname(),
+               str(out), str(Path(__file__).resolve().parents[1]), tempfile.gettempdir()}
+    for node in ray.nodes():
+        strings.update(str(node.get(key, "")) for key in (
+            "NodeID", "NodeManagerAddress", "NodeManagerHostname", "NodeName"))
+        socket_name = str(node.get("ObjectStoreSocketName", ""))
+        if "/sockets/" in socket_name:
+            strings.add(socket_name.partition("/sockets/")[0])  # the session folder
+    return sorted(value for value in strings if value)
 
 
 def scenario(cluster: Cluster, name: str, out: Path) -> dict[str, Any]:
@@ -150,6 +275,7 @@ def scenario(cluster: Cluster, name: str, out: Path) -> dict[str, Any]:
         audit = run_audit(out / name, options)
         result.update(valid=audit.audit["valid"], notes=list(audit.notes))
     result["seconds"] = round(time.monotonic() - started, 3)
+    result["machine"] = machine_strings(cluster, out)
     result["containers_left"] = watch.left()
     with (out / "results.jsonl").open("a") as stream:
         stream.write(json.dumps(result) + "\n")
@@ -169,6 +295,9 @@ def main() -> None:
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False)
         for name in wanted:
+            if name.startswith("cancel-"):
+                cancel_scenario(cluster, name, out)
+                continue
             if name != "one-node" and len(cluster.list_all_nodes()) < 4:
                 for _ in range(2):
                     cluster.add_node(num_cpus=1, resources={ray_executor.SLOT_RESOURCE: SLOTS})

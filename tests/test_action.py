@@ -34,6 +34,8 @@ from evalarc.action import (
     output_block,
     workflow_command,
 )
+from evalarc.formats.model import Attempt, Run, Source
+from evalarc.review.diff import DiffOptions, compute_diff
 
 pytestmark = pytest.mark.slow
 
@@ -640,18 +642,24 @@ def test_output_block_refuses_its_own_delimiter() -> None:
         output_block("report", "x\nD\ny", "D")
 
 
+def _junit_run(name: str, passed: bool, cases: int) -> Run:
+    return Run(
+        format="junit",
+        source=Source(name, "0" * 64),
+        threshold=1.0,
+        cases={f"case-{index:02d}": {"match": [Attempt(passed)]} for index in range(cases)},
+    )
+
+
 def test_annotations_are_capped_and_the_rest_counted() -> None:
-    rows = [
-        {
-            "case_id": f"case-{index:02d}",
-            "check": "match",
-            "kind": "regressed",
-            "baseline": {"passed": 1, "assessed": 1, "attempts": 1},
-            "current": {"passed": 0, "assessed": 1, "attempts": 1},
-        }
-        for index in range(MAX_ANNOTATIONS + 3)
-    ]
-    report = {"gate_passed": False, "blocking_changes": len(rows), "changes": rows}
+    count = MAX_ANNOTATIONS + 3
+    report = compute_diff(
+        _junit_run("a.xml", True, count),
+        _junit_run("b.xml", False, count),
+        DiffOptions(),
+        created_at="x",
+    )
+    assert report["blocking_changes"] == count
     result = decide("out", 1, True, read_report=lambda path: report)
     commands = parse_commands("\n".join(result.commands))
     warnings = [c for c in commands if c.name == "warning"]
@@ -659,3 +667,18 @@ def test_annotations_are_capped_and_the_rest_counted() -> None:
     assert warnings[-1].message == "3 more blocking change(s) are listed in diff.json"
     assert result.exit_code == 1
     assert result.outputs["blocking-changes"] == str(MAX_ANNOTATIONS + 3)
+
+
+def test_a_malformed_report_is_an_error_naming_the_field() -> None:
+    report = compute_diff(
+        _junit_run("a.xml", True, 2),
+        _junit_run("b.xml", False, 2),
+        DiffOptions(),
+        created_at="x",
+    )
+    report["changes"][1]["kind"] = "vanished"
+    result = decide("out", 1, True, read_report=lambda path: report)
+    assert result.exit_code == 2 and result.outputs == {}
+    [error] = parse_commands("\n".join(result.commands))
+    assert error.name == "error"
+    assert error.message.startswith("cannot read diff.json in out: diff.json: changes[1].kind")

@@ -19,6 +19,7 @@ from evalarc.formats.harness import HarnessFile
 from evalarc.formats.split import CaseSplit
 from evalarc.reports.diff_text import markdown_summary, terminal_lines
 from evalarc.review.diff import BLOCKING_KINDS, DiffOptions, compute_diff
+from evalarc.review.diff_model import DiffReport
 
 CREATED = "2026-01-01T00:00:00Z"
 COMBINATIONS = [("json", "json"), ("eval", "eval"), ("json", "eval"), ("eval", "json")]
@@ -445,11 +446,12 @@ def test_capitals_with_split_and_harness(corpus: Path, tmp_path: Path) -> None:
     assert [(hit["case_id"], hit["line"], hit["partition"], hit["role"]) for hit in hits] == [
         ("cap-02", 2, "held_out", "input")
     ]
-    markdown = markdown_summary(report)
+    model = DiffReport.from_json(report, "diff.json")
+    markdown = markdown_summary(model)
     assert [line for line in markdown.splitlines() if line.startswith("### ")] == [
         "### EvalArc: 6 check(s) lost passes or coverage"
     ]
-    lines = terminal_lines(report, str(tmp_path / "out"))
+    lines = terminal_lines(model, str(tmp_path / "out"))
     assert lines[0].startswith(
         "match accuracy: 0.6 -> 0.7 | Checks that lost passes or coverage: 6"
     )

@@ -8,7 +8,8 @@ from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import Attempt, Headline, Material, Run, SampleMeta, Source
 from evalarc.formats.split import CaseSplit
 from evalarc.reports.diff_text import escape_md_prose, markdown_summary, md_code, terminal_lines
-from evalarc.review.diff import DiffOptions, compute_diff
+from evalarc.review.diff import DiffOptions, diff_report
+from evalarc.review.diff_model import DiffReport
 
 CREATED = "2026-01-01T00:00:00Z"
 _CODES = {"C": True, "I": False, None: None}
@@ -49,9 +50,9 @@ def make_run(
     )
 
 
-def report_for(base: Run, cur: Run, **kwargs: Any) -> dict[str, Any]:
+def report_for(base: Run, cur: Run, **kwargs: Any) -> DiffReport:
     options = kwargs.pop("options", DiffOptions())
-    return compute_diff(base, cur, options, created_at=CREATED, **kwargs)
+    return diff_report(base, cur, options, created_at=CREATED, **kwargs)
 
 
 def headings(markdown: str) -> list[str]:
@@ -228,10 +229,10 @@ def test_markdown_optional_sections() -> None:
 
 def test_markdown_zero_cost_shows_no_cost_section() -> None:
     cases = {"a": {"k": attempts("C")}}
-    report = report_for(make_run(cases, cost=0.0), make_run(cases, cost=0.0))
+    report = report_for(make_run(cases, cost=0.0), make_run(cases, cost=0.0)).to_json()
     report["usage"]["metrics"]["total_tokens"]["baseline"]["total"] = 0
     report["usage"]["metrics"]["total_tokens"]["current"]["total"] = 0
-    assert "Cost and usage" not in markdown_summary(report)
+    assert "Cost and usage" not in markdown_summary(DiffReport.from_json(report, "diff.json"))
 
 
 # -- terminal ---------------------------------------------------------------------------------

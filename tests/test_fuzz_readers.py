@@ -91,7 +91,7 @@ def downstream(run: Run) -> None:
     """What the commands do with an accepted run: compare it, judge it, write the report."""
     report = compute_diff(run, run, DiffOptions(), created_at="fuzz")
     pretty_json(report).encode("utf-8", "backslashreplace")
-    health = compute_health([run], HealthOptions(), created_at="fuzz")
+    health = compute_health([run], HealthOptions(), created_at="fuzz").to_json()
     pretty_json(health).encode("utf-8", "backslashreplace")
 
 
@@ -642,7 +642,7 @@ def test_checkpoints(bases: Any, scratch: Path, data: st.DataObject) -> None:
     with fresh(scratch) as folder:
         path = folder / "checkpoints.json"
         path.write_bytes(_dump(document))
-        only_evalarc_errors(lambda: pretty_json(run_trajectory(path, budget)))
+        only_evalarc_errors(lambda: pretty_json(run_trajectory(path, budget).to_json()))
 
 
 # -- verify on mutated report folders ----------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 from click.testing import Result
 
 from evalarc.pages.hillclimb import build_hillclimb_page
+from evalarc.review.hillclimb_model import HillclimbReport
 
 if TYPE_CHECKING:
     from conftest import Cli
@@ -39,8 +40,8 @@ def climb(cli: Cli, tmp_path: Path) -> Path:
     """The cost-objective review of the six example results with the Inspect harness."""
     out = tmp_path / "out" / "climb"
     out.parent.mkdir()
-    result = review(cli, 
-        "--objective", "cost", "--min-effect", "0.05", "--harness", HARNESS, "--output", out
+    result = review(
+        cli, "--objective", "cost", "--min-effect", "0.05", "--harness", HARNESS, "--output", out
     )
     assert result.exit_code == 0, result.output
     return out
@@ -290,7 +291,7 @@ def test_page_is_self_contained_and_links_resolve(climb: Path) -> None:
 
 def test_page_model(climb: Path) -> None:
     report = json.loads((climb / "hillclimb.json").read_text(encoding="utf-8"))
-    page = build_hillclimb_page(report)
+    page = build_hillclimb_page(HillclimbReport.from_json(report, "hillclimb.json"))
     assert page.passed is True
     assert page.verdict_title == "Merge recommended"
     assert [(card.value, card.label) for card in page.cards] == [

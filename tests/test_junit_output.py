@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from evalarc.formats import load_results
 from evalarc.reports.diff import DiffRequest, run_diff
 from evalarc.reports.diff_junit import GATES_CLASSNAME, gate_cases, xml_safe
 from evalarc.review.diff import BLOCKING_KINDS, DiffOptions
+from evalarc.review.diff_model import CostGate, MissingUsage
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "recordings" / "examples" / "results-diff" / "inspect"
@@ -171,7 +173,7 @@ def test_hostile_case_id_is_escaped_and_the_file_still_parses(tmp_path: Path, co
         paths.append(path)
     junit = tmp_path / "hostile.xml"
     report = run_diff(DiffRequest(paths[0], paths[1], DiffOptions()), junit=junit)
-    assert report["blocking_changes"] == 6
+    assert report.blocking_changes == 6
     junit.read_bytes().decode("utf-8")  # valid UTF-8 even with a lone surrogate in the id
     cases = _testcases(junit)
     assert ("forged", "includes") not in cases
@@ -205,12 +207,17 @@ def test_gates_without_a_change_row_fail_a_testcase(tmp_path: Path) -> None:
 
 
 def test_gate_cases_name_unfinished_runs_and_a_failed_cost_gate() -> None:
-    report = {
-        "baseline": {"identity": {"status": "success"}},
-        "current": {"identity": {"status": "cancelled"}},
-        "current_incomplete": True,
-        "cost_gate": {"metric": "cost_usd", "ratio": 3.0, "max_ratio": 2.0, "passed": False},
-    }
+    report = run_diff(
+        DiffRequest(EXAMPLE / "baseline.json", EXAMPLE / "current.json", DiffOptions())
+    )
+    assert report.baseline.status == "success"
+    cancelled = {**report.current.identity, "status": "cancelled"}
+    report = dataclasses.replace(
+        report,
+        current=dataclasses.replace(report.current, identity=cancelled, incomplete=True),
+        current_incomplete=True,
+        cost_gate=CostGate("cost_usd", 2.0, 1.0, 3.0, 3.0, 4, MissingUsage(0, 0), False),
+    )
     cases = {case.name: case for case in gate_cases(report)}
     assert cases["baseline run finished"].failure_type is None
     assert cases["current run finished"].failure_type == "current_incomplete"

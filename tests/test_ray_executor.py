@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -176,3 +177,31 @@ def test_a_node_removed_mid_audit_makes_its_cases_invalid(cluster_runs: dict[str
     assert verified.returncode == 0, verified.stderr
     assert "records are consistent" in verified.stdout and "gate is failing" in verified.stdout
     assert result["containers_left"] == []
+
+
+def _occurs(needle: str, text: str) -> bool:
+    """Whether ``needle`` occurs in ``text`` as a token of its own (a short host name such as
+    ``vm`` must not match inside a longer word)."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(needle)}(?![A-Za-z0-9_])", text) is not None
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_nothing_of_the_cluster_or_machine_is_published(
+    cluster_runs: dict[str, Any], scenario: str
+) -> None:
+    """The cluster's address, node ids and host names, the session and temporary folders and
+    the checkout's path appear in no file of a folder made with --executor ray; the executor
+    is recorded only as the informational ``executor`` option."""
+    folder = cluster_runs["out"] / scenario
+    machine = cluster_runs["results"][scenario]["machine"]
+    assert any(len(value) == 56 for value in machine)  # node ids are among them
+    files = [path for path in sorted(folder.rglob("*")) if path.is_file()]
+    assert len(files) > 10
+    for path in files:
+        text = path.read_bytes().decode("utf-8", "replace")
+        found = [value for value in machine if _occurs(value, text)]
+        assert found == [], f"{path.relative_to(folder)} holds {found}"
+        assert "/tmp/" not in text and "evalarc-worker-" not in text, path
+    params = json.loads((folder / "params.json").read_text())
+    assert params["executor"] == "ray"
+    assert not {"ray_address", "address", "nodes", "hosts"} & set(params)

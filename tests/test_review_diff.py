@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -18,10 +19,12 @@ from evalarc.review.diff import (
     Tally,
     classify,
     compute_diff,
+    diff_report,
     overall_passed,
     tally,
     within_sampling_noise,
 )
+from evalarc.review.diff_model import CostGate, DiffReport, MissingUsage
 from evalarc.review.stats import WILSON_Z, intervals_overlap, wilson_interval
 
 CREATED = "2026-01-01T00:00:00Z"
@@ -129,7 +132,7 @@ def test_added_alone_passes_gate() -> None:
     assert report["counts"]["added"] == 1
     assert report["blocking_changes"] == 0
     assert report["gate_passed"] is True
-    assert overall_passed(report) is True
+    assert overall_passed(DiffReport.from_json(report, "diff.json")) is True
 
 
 def test_classify_is_exact_for_large_counts() -> None:
@@ -360,7 +363,7 @@ def test_incomplete_current_fails_gate_without_changes() -> None:
     assert report["current_incomplete"] is True
     assert "baseline_incomplete" not in report
     assert report["gate_passed"] is False
-    assert overall_passed(report) is False
+    assert overall_passed(DiffReport.from_json(report, "diff.json")) is False
 
 
 def test_incomplete_baseline_fails_gate() -> None:
@@ -423,12 +426,19 @@ def test_harness_none_versus_empty() -> None:
 
 
 def test_overall_passed_combines_gates() -> None:
-    assert overall_passed({"gate_passed": True})
-    assert not overall_passed({"gate_passed": False})
-    assert not overall_passed({"gate_passed": True, "generalization_passed": False})
-    assert overall_passed({"gate_passed": True, "generalization_passed": True})
-    assert not overall_passed({"gate_passed": True, "cost_gate": {"passed": False}})
-    assert overall_passed({"gate_passed": True, "cost_gate": {"passed": True}})
+    run = make_run({"a": {"k": attempts("C")}})
+    report = diff_report(run, run, DiffOptions(), created_at=CREATED)
+    cost = CostGate("cost_usd", 2.0, 1.0, 1.0, 1.0, 1, MissingUsage(0, 0), True)
+
+    def passed(**fields: Any) -> bool:
+        return overall_passed(dataclasses.replace(report, **fields))
+
+    assert passed(gate_passed=True)
+    assert not passed(gate_passed=False)
+    assert not passed(gate_passed=True, generalization_passed=False)
+    assert passed(gate_passed=True, generalization_passed=True)
+    assert not passed(gate_passed=True, cost_gate=dataclasses.replace(cost, passed=False))
+    assert passed(gate_passed=True, cost_gate=cost)
 
 
 def test_tally_counts() -> None:
@@ -549,7 +559,7 @@ def test_refund_example_numbers() -> None:
     assert leakage["held_out_hits"] == 2
     assert report["cost_gate"]["metric"] == "duration_seconds"
     assert report["cost_gate"]["ratio"] == 1.5 and report["cost_gate"]["passed"] is True
-    assert overall_passed(report) is False
+    assert overall_passed(DiffReport.from_json(report, "diff.json")) is False
     assert list(report)[-3:] == ["generalization", "leakage", "cost_gate"]
 
 

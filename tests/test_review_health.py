@@ -24,6 +24,7 @@ from evalarc.formats.manifest import MAX_MANIFEST_BYTES, CaseManifest, load_mani
 from evalarc.formats.model import Attempt, Run, SampleMeta, Source
 from evalarc.pages.health import build_health_page, render_health_page
 from evalarc.reports.health_text import markdown_summary, terminal_lines
+from evalarc.review import health as review_health
 from evalarc.review.health import (
     FINDING_IDS,
     HEALTH_SCHEMA,
@@ -31,14 +32,24 @@ from evalarc.review.health import (
     TRIAGE_NEXT_STEPS,
     HealthOptions,
     attempts_for_effect,
-    compute_health,
     resolvable_change,
 )
+from evalarc.review.health_model import HealthReport
 from evalarc.review.manifest import assign_rules
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
 INSPECT = EXAMPLES / "inspect"
 CREATED = "2026-01-01T00:00:00Z"
+
+
+def compute_health(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """The report as health.json holds it (the compute returns the typed model)."""
+    return review_health.compute_health(*args, **kwargs).to_json()
+
+
+def typed(report: dict[str, Any]) -> HealthReport:
+    """What the renderers take: the typed report, read back from its JSON."""
+    return HealthReport.from_json(report, "health.json")
 
 
 def health(*paths: Path, manifest: CaseManifest | None = None, **options: Any) -> dict[str, Any]:
@@ -757,7 +768,7 @@ def test_terminal_lines_for_the_recorded_example() -> None:
     report = health(
         INSPECT / "baseline.json", INSPECT / "current.json", ordered=True, min_effect=0.05
     )
-    lines = terminal_lines(report, "out/health/")
+    lines = terminal_lines(typed(report), "out/health/")
     assert (
         lines[0] == "Eval health: 1 warning(s) | Pass rate: baseline.json 62.5%, current.json 84.4%"
     )
@@ -775,7 +786,7 @@ def test_markdown_summary_sections(corpus: Path) -> None:
         min_effect=0.05,
         plan_attempts=4,
     )
-    text = markdown_summary(report)
+    text = markdown_summary(typed(report))
     assert text.startswith("### EvalArc eval health: 2 warning(s) before tuning\n")
     assert "| `current.json` | 8 | 16 | 84.4% | 68.2–93.1% | 2 | 0 |" in text
     assert "about 811 are needed to resolve 5.0%" in text
@@ -783,7 +794,7 @@ def test_markdown_summary_sections(corpus: Path) -> None:
     assert "support\\_ticket 3" in text or "support_ticket 3" in text
     assert "| `refund-duplicate` | regressed | `includes`, `match` |" in text
     assert "- **warning** `adversarial_sampling`" in text
-    healthy = markdown_summary(health(corpus / "inspect/capitals.current.json"))
+    healthy = markdown_summary(typed(health(corpus / "inspect/capitals.current.json")))
     assert healthy.startswith("### EvalArc eval health: no warnings\n")
 
 
@@ -803,13 +814,13 @@ def hostile_run() -> Run:
 def test_untrusted_text_is_escaped_everywhere() -> None:
     run = hostile_run()
     report = compute_health([run], HealthOptions(), created_at=CREATED)
-    markdown = markdown_summary(report)
+    markdown = markdown_summary(typed(report))
     # Identifiers stay inside code spans (backtick -> apostrophe, | escaped, newline folded)
     assert "| `x\\|'<script>alert(1)</script> forged` | never_passes |" in markdown
     assert "<script>" not in markdown.replace("`x\\|'<script>alert(1)</script> forged`", "")
-    assert all("\n" not in line for line in terminal_lines(report, None))
-    assert "\x1b" not in "".join(terminal_lines(report, None))
-    page = render_health_page(report, run)
+    assert all("\n" not in line for line in terminal_lines(typed(report), None))
+    assert "\x1b" not in "".join(terminal_lines(typed(report), None))
+    page = render_health_page(typed(report), run)
     assert "<script>alert" not in page and "<img src=x" not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
 
@@ -838,7 +849,7 @@ def test_page_links_stay_inside_and_resolve() -> None:
     runs = [load_results(INSPECT / "baseline.json"), load_results(INSPECT / "current.json")]
     report = compute_health(runs, HealthOptions(min_effect=0.05), created_at=CREATED)
     scan = _PageScan()
-    scan.feed(render_health_page(report, runs[-1]))
+    scan.feed(render_health_page(typed(report), runs[-1]))
     assert scan.csp and not scan.sources
     for link in scan.links:
         assert not re.match(r"^[a-z]+:", link), link
@@ -850,7 +861,7 @@ def test_page_links_stay_inside_and_resolve() -> None:
 def test_page_model(corpus: Path) -> None:
     runs = [load_results(INSPECT / "baseline.json"), load_results(INSPECT / "current.json")]
     report = compute_health(runs, HealthOptions(min_effect=0.05), created_at=CREATED)
-    page = build_health_page(report, runs[-1])
+    page = build_health_page(typed(report), runs[-1])
     assert page.verdict_title == "Fix 1 warning(s) before tuning"
     assert [(card.value, card.label) for card in page.cards] == [
         ("1", "warnings"),
@@ -864,7 +875,7 @@ def test_page_model(corpus: Path) -> None:
     assert by_case["cancel-pending"].attempts[1].output == "cancel:1006:queued"
     assert by_case["cancel-pending"].attempts[1].verdicts == "includes: pass, match: fail"
     assert by_case["address-change"].category == "passing"
-    healthy = build_health_page(health(corpus / "inspect/capitals.current.json"), None)
+    healthy = build_health_page(typed(health(corpus / "inspect/capitals.current.json")), None)
     assert healthy.verdict_title == "Ready to tune against: no warnings"
     assert healthy.cases == []
 
@@ -877,8 +888,8 @@ def test_finding_items_are_capped_with_a_total() -> None:
     assert len(unassessed["items"]) == MAX_FINDING_ITEMS
     assert unassessed["items_total"] == MAX_FINDING_ITEMS + 5
     assert unassessed["value"] == 0.5
-    text = markdown_summary(report)
+    text = markdown_summary(typed(report))
     assert f"  - {MAX_FINDING_ITEMS + 5 - 10} more in `health.json`" in text
-    page = build_health_page(report, None)
+    page = build_health_page(typed(report), None)
     block = next(b for b in page.findings if b.id == "unassessed_attempts")
     assert len(block.items) == 200 and block.hidden_items == MAX_FINDING_ITEMS + 5 - 200

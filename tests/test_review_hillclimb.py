@@ -15,12 +15,9 @@ from evalarc.errors import IncomparableError, UsageError
 from evalarc.formats import Run, load_results
 from evalarc.formats.harness import collect_harness
 from evalarc.formats.split import CaseSplit, load_split
-from evalarc.review.hillclimb import (
-    HillclimbOptions,
-    compute_hillclimb,
-    decide,
-    recommend,
-)
+from evalarc.review import hillclimb as review_hillclimb
+from evalarc.review.hillclimb import HillclimbOptions, compute_hillclimb, decide
+from evalarc.review.hillclimb_model import Cost, Final, Leakage, Pool, Side
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "hillclimb-review"
 RESULTS = sorted((EXAMPLE / "results").glob("0*.json"))
@@ -58,7 +55,7 @@ def review(
         HillclimbOptions(**options),
         harness=None if harness is None else collect_harness([harness]),
         created_at="2026-10-02T09:00:00Z",
-    )
+    ).to_json()
 
 
 def variant(
@@ -234,8 +231,34 @@ def test_tuning_failures_never_list_held_out_cases(runs: list[Run], split: CaseS
 # -- decision rules ---------------------------------------------------------------------------
 
 
-def cost(ratio: float) -> dict[str, Any]:
-    return {"metric": "cost_usd", "baseline_mean": 1.0, "current_mean": ratio, "ratio": ratio}
+def cost(ratio: float) -> Cost:
+    return Cost(metric="cost_usd", baseline_mean=1.0, current_mean=ratio, ratio=ratio)
+
+
+def recommend(
+    objective: str,
+    kept_any: bool,
+    leakage: dict[str, Any] | None,
+    final: dict[str, Any],
+    max_cost_ratio: float,
+) -> str:
+    """The recommendation for a final part given by the fields the rule reads."""
+    empty = Pool(0, 0, 0, None)
+
+    def side(part: dict[str, Any]) -> Side:
+        return Side(empty, empty, part["delta"], part.get("within_sampling_noise", False), 0)
+
+    typed = Final(
+        label="kept",
+        index=1,
+        tuning=side(final["tuning"]),
+        held_out=side(final["held_out"]),
+        baseline_held_out_interval_95=None,
+        held_out_blocking_changes=final["held_out_blocking_changes"],
+        cost=final["cost"],
+    )
+    scan = None if leakage is None else Leakage((), 0, 12, (), leakage["held_out_hits"], False, "")
+    return review_hillclimb.recommend(objective, kept_any, scan, typed, max_cost_ratio)
 
 
 @pytest.mark.parametrize(

@@ -55,7 +55,7 @@ def points(*pairs: tuple[float, float], resolved_at: float | None = None) -> lis
 
 
 def compute(document: Any, budget: float = 100) -> dict[str, Any]:
-    return trajectory_from_document(document, budget, SOURCE)
+    return trajectory_from_document(document, budget, SOURCE).to_json()
 
 
 # -- the metric --------------------------------------------------------------------------------
@@ -332,7 +332,9 @@ def test_format_seconds() -> None:
 
 
 def test_example_area_by_hand() -> None:
-    report = trajectory_from_document(example(), 3600, Source("checkpoints.json", "0" * 64))
+    report = trajectory_from_document(
+        example(), 3600, Source("checkpoints.json", "0" * 64)
+    ).to_json()
     assert [row["score"] for row in report["checkpoints"]] == [0.0, 0.65, 1.0, 0.85]
     # (0 * 600 + 0.65 * 900 + 1.0 * 900 + 0.85 * 900) / 3600 = 2250 / 3600
     assert report["normalized_score_area"] == 0.625

@@ -17,6 +17,7 @@ import pytest
 from click.testing import Result
 
 from evalarc.pages.trajectory import build_chart, build_trajectory_page, step_vertices
+from evalarc.review.trajectory_model import TrajectoryReport
 
 if TYPE_CHECKING:
     from conftest import Cli
@@ -53,6 +54,11 @@ def folder(cli: Cli, tmp_path: Path) -> Path:
     result = trajectory(cli, "--output", out)
     assert result.exit_code == 0, result.output
     return out
+
+
+def read_report(folder: Path) -> TrajectoryReport:
+    value = json.loads((folder / "trajectory.json").read_text(encoding="utf-8"))
+    return TrajectoryReport.from_json(value, "trajectory.json")
 
 
 def leftovers(parent: Path) -> list[str]:
@@ -363,8 +369,8 @@ def test_page_is_self_contained_with_an_svg_curve(folder: Path) -> None:
 
 
 def test_chart_model_of_the_example(folder: Path) -> None:
-    report = json.loads((folder / "trajectory.json").read_text(encoding="utf-8"))
-    assert step_vertices(report["checkpoints"], 3600.0) == [
+    report = read_report(folder)
+    assert step_vertices(report.checkpoints, 3600.0) == [
         (0.0, 0.0),
         (300.0, 0.0),
         (300.0, 0.0),
@@ -394,7 +400,7 @@ def test_chart_model_of_the_example(folder: Path) -> None:
 
 
 def test_page_model_cards_and_rows(folder: Path) -> None:
-    report = json.loads((folder / "trajectory.json").read_text(encoding="utf-8"))
+    report = read_report(folder)
     page = build_trajectory_page(report)
     assert [(card.value, card.label, card.alert) for card in page.cards] == [
         ("0.6250", "normalized score area", False),
@@ -457,7 +463,7 @@ def test_many_checkpoints_cap_rows_but_not_the_curve(cli: Cli, tmp_path: Path) -
         cli("trajectory", _write(tmp_path, "many.json", document), "--budget-seconds", "2000",
             "--json").stdout
     )  # fmt: skip
-    page = build_trajectory_page(report)
+    page = build_trajectory_page(TrajectoryReport.from_json(report, "trajectory.json"))
     assert len(page.rows) == 1000 and page.hidden_rows == 5
     assert page.chart.step_path.count("L") == 2 * 1005 + 1
     # 251 full cycles of 0, .25, .5, .75 plus 0 at 1004 held 996 s: 251 * 1.5 / 2000

@@ -1,4 +1,4 @@
-"""The diff report page: a typed page model built from diff.json, then rendered.
+"""The diff report page: a typed page model built from the typed diff report, then rendered.
 
 The model holds every decision (verdict wording, tones, fractions); the template only lays it
 out, so the model can be tested without HTML.
@@ -17,7 +17,18 @@ from evalarc.pages.blocks import Card
 from evalarc.pages.case_views import CaseViews, build_case_views
 from evalarc.pages.record_fields import RecordField, record_fields
 from evalarc.pages.render import render_page
-from evalarc.review.diff import BLOCKING_KINDS, KIND_ORDER, overall_passed
+from evalarc.review.diff_model import (
+    KIND_ORDER,
+    PARTITIONS,
+    SIDES,
+    AttemptDetail,
+    ChangeGroups,
+    DiffReport,
+    PassRate,
+    Pool,
+    RunSummary,
+    SideTally,
+)
 
 HTML_ROWS = 500
 """Changed-check rows a diff page renders as HTML (what a reader without JavaScript sees), on a
@@ -245,20 +256,20 @@ class DiffPage:
     """Top-level report fields without a dedicated section (none today)."""
 
 
-def _fraction(tally: dict[str, Any] | None) -> str:
+def _fraction(tally: SideTally | None) -> str:
     if tally is None:
         return "absent"
-    text = f"{tally['passed']}/{tally['assessed']}"
-    unassessed = tally["attempts"] - tally["assessed"]
+    text = f"{tally.passed}/{tally.assessed}"
+    unassessed = tally.attempts - tally.assessed
     return text + (f" ({unassessed} unassessed)" if unassessed else "")
 
 
-def side_evidence(detail: object) -> str:
+def side_evidence(detail: tuple[AttemptDetail, ...]) -> str:
     """The distinct evidence texts of one side's recorded attempts, joined; "—" when none."""
     texts: list[str] = []
-    for attempt in detail if isinstance(detail, list) else []:
-        evidence = attempt.get("evidence") if isinstance(attempt, dict) else None
-        if isinstance(evidence, str) and evidence and evidence not in texts:
+    for attempt in detail:
+        evidence = attempt.evidence
+        if evidence and evidence not in texts:
             texts.append(evidence)
     joined = "; ".join(texts)
     if len(joined) > EVIDENCE_CHARS:
@@ -266,17 +277,17 @@ def side_evidence(detail: object) -> str:
     return joined or "—"
 
 
-def _headline(run: dict[str, Any]) -> tuple[str, str]:
-    headline = run.get("headline")
-    if not headline or headline.get("value") is None:
+def _headline(run: RunSummary) -> tuple[str, str]:
+    headline = run.headline
+    if headline is None or headline.value is None:
         return "—", "headline (none recorded)"
-    return f"{headline['value']:.4g}", str(headline["name"])
+    return f"{headline.value:.4g}", headline.name
 
 
-def _rate(side: dict[str, Any]) -> str:
-    rate = side.get("pass_rate")
+def _rate(side: Pool) -> str:
+    rate = side.pass_rate
     shown = "—" if rate is None else f"{rate:.1%}"
-    return f"{shown} ({side['passed']}/{side['assessed']})"
+    return f"{shown} ({side.passed}/{side.assessed})"
 
 
 def _number(value: object) -> str:
@@ -287,136 +298,127 @@ def _number(value: object) -> str:
     return str(value)
 
 
-def _generalization(report: dict[str, Any]) -> GeneralizationView | None:
-    data = report.get("generalization")
-    if not isinstance(data, dict):
+def _generalization(report: DiffReport) -> GeneralizationView | None:
+    data = report.generalization
+    if data is None:
         return None
-    split = data["split"]
+    split = data.split
     partitions = []
-    for name in ("tuning", "held_out"):
-        part = data["partitions"][name]
-        noise = "yes" if part.get("within_sampling_noise") else "no"
-        if part.get("improved_beyond_noise"):
+    for name in PARTITIONS:
+        part = data.partition(name)
+        noise = "yes" if part.within_sampling_noise else "no"
+        if part.improved_beyond_noise:
             noise += " (improved beyond noise)"
-        delta = part.get("delta")
+        delta = part.delta
         partitions.append(
             Partition(
                 name=name.replace("_", "-"),
-                cases=int(part["cases"]),
-                baseline=_rate(part["baseline"]),
-                current=_rate(part["current"]),
+                cases=part.cases,
+                baseline=_rate(part.baseline),
+                current=_rate(part.current),
                 delta="—" if delta is None else f"{delta:+.1%}",
                 noise=noise,
-                blocking=int(part.get("blocking_changes", 0)),
+                blocking=part.blocking_changes,
             )
         )
     required = ""
-    if report.get("generalization_required"):
-        shown = "shown" if report.get("generalization_passed") else "not shown"
+    if report.generalization_passed is not None:
+        shown = "shown" if report.generalization_passed else "not shown"
         required = f"Generalization was required (--require-generalization) and is {shown}."
-    held = list(split.get("held_out_cases", []))
+    held = split.held_out_cases
     return GeneralizationView(
-        state=str(data["state"]).replace("_", " "),
-        explanation=str(data.get("explanation", "")),
-        split_name=str(split["source"]["name"]),
-        description=str(split.get("description") or ""),
-        entries=", ".join(str(entry) for entry in split.get("entries", [])),
-        held_out_cases=", ".join(str(case) for case in held[:200])
+        state=data.state.replace("_", " "),
+        explanation=data.explanation,
+        split_name=split.source.name,
+        description=split.description or "",
+        entries=", ".join(split.entries),
+        held_out_cases=", ".join(held[:200])
         + (f" and {len(held) - 200} more" if len(held) > 200 else ""),
         partitions=partitions,
         required=required,
-        scope=str(data.get("scope", "")),
+        scope=data.scope,
     )
 
 
-def _leakage(report: dict[str, Any]) -> LeakageView | None:
-    data = report.get("leakage")
-    if not isinstance(data, dict):
+def _leakage(report: DiffReport) -> LeakageView | None:
+    data = report.leakage
+    if data is None:
         return None
     hits = [
         LeakHit(
-            where=f"{hit['file']}:{hit['line']}",
-            case_id=str(hit["case_id"]),
-            partition=str(hit.get("partition") or "—").replace("_", "-"),
-            role=str(hit["role"]),
-            text=str(hit["text"]),
+            where=f"{hit.file}:{hit.line}",
+            case_id=hit.case_id,
+            partition=(hit.partition or "—").replace("_", "-"),
+            role=hit.role,
+            text=hit.text,
         )
-        for hit in data["hits"]
+        for hit in data.hits
     ]
-    files = [
-        (str(entry["path"]), str(entry["bytes"]), str(entry["sha256"]))
-        for entry in data["files_scanned"]
-    ]
+    files = [(entry.path, str(entry.bytes), entry.sha256) for entry in data.files_scanned]
     summary = (
-        f"{len(hits)} hit(s), {data['held_out_hits']} on held-out cases, in {len(files)} "
-        f"harness file(s); {data['materials_considered']} case inputs and expected answers of "
-        f"at least {data['min_chars']} characters were looked for."
+        f"{len(hits)} hit(s), {data.held_out_hits} on held-out cases, in {len(files)} "
+        f"harness file(s); {data.materials_considered} case inputs and expected answers of "
+        f"at least {data.min_chars} characters were looked for."
     )
-    if data.get("truncated"):
+    if data.truncated:
         summary += " The hit list was truncated."
-    return LeakageView(summary, files, hits, str(data.get("scope", "")))
+    return LeakageView(summary, files, hits, data.scope)
 
 
-def _usage(report: dict[str, Any]) -> UsageView | None:
-    data = report.get("usage")
-    if not isinstance(data, dict):
-        return None
+def _usage(report: DiffReport) -> UsageView:
+    data = report.usage
     rows = []
-    for metric, entry in data["metrics"].items():
-        sides = []
-        for role in ("baseline", "current"):
-            side = entry[role]
-            sides.append(
-                f"{_number(side['mean'])} per attempt ({side['reported']}/{side['attempts']} "
-                "reported)"
-            )
+    for metric, entry in data.metrics.items():
+        sides = [
+            f"{_number(side.mean)} per attempt ({side.reported}/{side.attempts} reported)"
+            for side in (entry.baseline, entry.current)
+        ]
         rows.append(
             UsageRow(
                 metric,
                 sides[0],
                 sides[1],
-                "—" if entry["ratio"] is None else f"{entry['ratio']:.3f}×",
-                "yes" if entry["complete"] else "no",
+                "—" if entry.ratio is None else f"{entry.ratio:.3f}×",
+                "yes" if entry.complete else "no",
             )
         )
-    share = data.get("cache_read_share")
+    share = data.cache_read_share
     cache_share = ""
-    if isinstance(share, dict):
+    if share is not None:
         cache_share = (
-            f"Cached share of input tokens: baseline {_number(share.get('baseline'))}, "
-            f"current {_number(share.get('current'))}."
+            f"Cached share of input tokens: baseline {_number(share.baseline)}, "
+            f"current {_number(share.current)}."
         )
     gate, tone = "No cost gate was asked for (--max-cost-ratio).", ""
-    cost = report.get("cost_gate")
-    if isinstance(cost, dict):
-        verdict = "passed" if cost["passed"] else "failed"
-        tone = "ok" if cost["passed"] else "bad"
+    cost = report.cost_gate
+    if cost is not None:
+        verdict = "passed" if cost.passed else "failed"
+        tone = "ok" if cost.passed else "bad"
         gate = (
-            f"Cost gate {verdict}: {cost['metric']} ratio {cost['ratio']:.3f}× against the "
-            f"limit {cost['max_ratio']:g}× (baseline mean {_number(cost['baseline_mean'])}, "
-            f"current mean {_number(cost['current_mean'])})."
+            f"Cost gate {verdict}: {cost.metric} ratio {cost.ratio:.3f}× against the "
+            f"limit {cost.max_ratio:g}× (baseline mean {_number(cost.baseline_mean)}, "
+            f"current mean {_number(cost.current_mean)})."
         )
-    return UsageView(
-        int(data["matched_cases"]), rows, cache_share, gate, tone, str(data.get("scope", ""))
-    )
+    return UsageView(data.matched_cases, rows, cache_share, gate, tone, data.scope)
 
 
-def _clusters(groups: dict[str, Any]) -> tuple[list[ClusterView], dict[tuple[str, str], str]]:
+_BASIS_LABELS = {"output": "output shape", "failure": "error or explanation"}
+
+
+def _clusters(groups: ChangeGroups) -> tuple[list[ClusterView], dict[tuple[str, str], str]]:
     views: list[ClusterView] = []
     cause_of: dict[tuple[str, str], str] = {}
-    for number, cluster in enumerate(groups.get("clusters", []), start=1):
-        members = [(str(m["case_id"]), str(m["check"])) for m in cluster["members"]]
+    for number, cluster in enumerate(groups.clusters, start=1):
+        members = [(member.case_id, member.check) for member in cluster.members]
         for member in members:
             cause_of.setdefault(member, f"#{number}")
         views.append(
             ClusterView(
                 number=number,
-                signature=str(cluster["signature"]),
-                basis={"output": "output shape", "failure": "error or explanation"}.get(
-                    str(cluster["basis"]), "change kind"
-                ),
-                kind=str(cluster["kind"]).replace("_", " "),
-                count=int(cluster["count"]),
+                signature=cluster.signature,
+                basis=_BASIS_LABELS.get(cluster.basis, "change kind"),
+                kind=cluster.kind.replace("_", " "),
+                count=cluster.count,
                 members=members[:MEMBERS_SHOWN],
                 more=max(0, len(members) - MEMBERS_SHOWN),
             )
@@ -424,16 +426,15 @@ def _clusters(groups: dict[str, Any]) -> tuple[list[ClusterView], dict[tuple[str
     return views, cause_of
 
 
-def _presence(groups: dict[str, Any]) -> list[PresenceLine]:
+def _presence(groups: ChangeGroups) -> list[PresenceLine]:
     lines = []
-    for item in groups.get("presence", []):
-        vanished = item["side"] == "vanished"
+    for item in groups.presence:
+        vanished = item.side == "vanished"
         verb = "is recorded only in the baseline" if vanished else "is new in the current run"
         kind = "removed" if vanished else "added"
         lines.append(
             PresenceLine(
-                f"{item['what'].capitalize()} {item['name']!r} {verb}: "
-                f"{item['rows']} {kind} row(s).",
+                f"{item.what.capitalize()} {item.name!r} {verb}: {item.rows} {kind} row(s).",
                 "bad" if vanished else "ok",
             )
         )
@@ -461,7 +462,7 @@ def _case_groups(rows: list[ChangeRow]) -> list[CaseGroup]:
 
 
 def build_diff_page(
-    report: dict[str, Any],
+    report: DiffReport,
     *,
     html_rows: int = HTML_ROWS,
     case_views: CaseViews | None = None,
@@ -469,23 +470,22 @@ def build_diff_page(
 ) -> DiffPage:
     """The page model; ``html_rows`` changes are rendered as HTML, the rest go to the island.
     ``case_views`` (chunked evidence) makes every case id open its case view."""
-    passed = overall_passed(report)
-    blocking = int(report["blocking_changes"])
+    passed = report.passed
+    blocking = report.blocking_changes
     reasons: list[str] = []
     if blocking:
         reasons.append(f"{blocking} check(s) lost passes or coverage")
-    if report.get("current_incomplete"):
+    if report.current_incomplete:
         reasons.append("current run incomplete")
-    if report.get("baseline_incomplete"):
+    if report.baseline_incomplete:
         reasons.append("baseline run incomplete")
-    if report.get("generalization_required") and not report.get("generalization_passed"):
+    if report.generalization_passed is False:
         reasons.append("generalization was required and not shown")
-    cost_gate = report.get("cost_gate")
-    if cost_gate is not None and not cost_gate.get("passed"):
+    if report.cost_gate is not None and not report.cost_gate.passed:
         reasons.append("the cost gate failed")
     reason_text = "; ".join(reasons)
     reason_text = reason_text[:1].upper() + reason_text[1:]
-    noisy = int(report.get("blocking_changes_within_sampling_noise") or 0)
+    noisy = report.blocking_changes_within_sampling_noise
     if passed:
         next_step = ""
     elif reasons == ["baseline run incomplete"]:
@@ -496,53 +496,52 @@ def build_diff_page(
             verb = "is" if noisy == 1 else "are"
             next_step += f"; {noisy} {verb} within sampling noise, so record more attempts"
         next_step += "."
-    counts = report["counts"]
-    base_value, base_label = _headline(report["baseline"])
-    cur_value, cur_label = _headline(report["current"])
-    groups = report.get("groups") if isinstance(report.get("groups"), dict) else {}
-    assert isinstance(groups, dict)
+    counts = report.counts
+    base_value, base_label = _headline(report.baseline)
+    cur_value, cur_label = _headline(report.current)
+    groups = report.groups
     cards = [
         Card(base_value, f"baseline {base_label}"),
         Card(cur_value, f"current {cur_label}"),
-        Card(str(blocking), "checks lost passes or coverage", alert=not report["gate_passed"]),
-        Card(str(counts.get("improved", 0)), "checks improved"),
-        Card(str(counts.get("added", 0)), "checks added"),
-        Card(str(counts.get("removed", 0)), "checks removed", alert=bool(counts.get("removed"))),
+        Card(str(blocking), "checks lost passes or coverage", alert=not report.gate_passed),
+        Card(str(counts.improved), "checks improved"),
+        Card(str(counts.added), "checks added"),
+        Card(str(counts.removed), "checks removed", alert=bool(counts.removed)),
         Card(
-            f"{report['baseline']['cases']} → {report['current']['cases']}",
+            f"{report.baseline.cases} → {report.current.cases}",
             "cases (baseline → current)",
         ),
     ]
-    if groups.get("clusters"):
-        cards.append(Card(str(groups["causes"]), "causes of the blocking checks"))
+    if groups.clusters:
+        cards.append(Card(str(groups.causes), "causes of the blocking checks"))
     clusters, cause_of = _clusters(groups)
     rows = []
     kind_counts: dict[str, int] = {}
-    for change in report["changes"]:
-        kind = change["kind"]
+    for change in report.changes:
+        kind = change.kind
         kind_counts[kind] = kind_counts.get(kind, 0) + 1
-        tone = "bad" if kind in BLOCKING_KINDS else "ok"
+        tone = "bad" if change.blocking else "ok"
         label = ("✗ " if tone == "bad" else "✓ ") + kind.replace("_", " ")
-        if change.get("within_sampling_noise") is True:
+        if change.within_sampling_noise is True:
             label += " · within noise"
-        if change.get("same_output_different_verdict"):
+        if change.same_output_different_verdict:
             label += " · same output, new verdict"
         rows.append(
             ChangeRow(
                 label=label,
                 tone=tone,
                 kind=kind,
-                case_id=change["case_id"],
-                check=change["check"],
-                baseline=_fraction(change.get("baseline")),
-                current=_fraction(change.get("current")),
-                baseline_evidence=side_evidence(change.get("baseline_detail"))
-                if change.get("baseline") is not None
+                case_id=change.case_id,
+                check=change.check,
+                baseline=_fraction(change.baseline),
+                current=_fraction(change.current),
+                baseline_evidence=side_evidence(change.detail("baseline"))
+                if change.baseline is not None
                 else "absent",
-                current_evidence=side_evidence(change.get("current_detail"))
-                if change.get("current") is not None
+                current_evidence=side_evidence(change.detail("current"))
+                if change.current is not None
                 else "absent",
-                cause=cause_of.get((change["case_id"], change["check"]), ""),
+                cause=cause_of.get((change.case_id, change.check), ""),
             )
         )
     rest = rows[html_rows:]
@@ -576,18 +575,18 @@ def build_diff_page(
     inputs = [
         InputSide(
             role=role,
-            name=report[role]["source"]["name"],
-            sha256=report[role]["source"]["sha256"],
-            identity=json.dumps(report[role]["identity"], sort_keys=True, ensure_ascii=False),
-            cases=int(report[role]["cases"]),
-            checks=int(report[role]["checks"]),
-            pass_rate=_rate_of(report[role]["check_pass_rate"]),
-            incomplete=bool(report[role].get("incomplete")),
+            name=report.side(role).source.name,
+            sha256=report.side(role).source.sha256,
+            identity=json.dumps(report.side(role).identity, sort_keys=True, ensure_ascii=False),
+            cases=report.side(role).cases,
+            checks=report.side(role).checks,
+            pass_rate=_rate_of(report.side(role).check_pass_rate),
+            incomplete=report.side(role).incomplete,
         )
-        for role in ("baseline", "current")
+        for role in SIDES
     ]
-    blocking_count = int(groups.get("blocking_checks", 0))
-    causes = int(groups.get("causes", 0))
+    blocking_count = groups.blocking_checks
+    causes = groups.causes
     causes_line = (
         f"{blocking_count} blocking check{'s' if blocking_count != 1 else ''}: "
         f"{causes} cause{'s' if causes != 1 else ''}"
@@ -595,31 +594,30 @@ def build_diff_page(
         else "No blocking checks."
     )
     notes = [
-        f"Numeric scores pass at or above {report['numeric_pass_threshold']:g} "
+        f"Numeric scores pass at or above {report.numeric_pass_threshold:g} "
         "(numeric_pass_threshold).",
-        f"{report.get('changes_with_same_output_different_verdict', 0)} change(s) where the same "
+        f"{report.changes_with_same_output_different_verdict} change(s) where the same "
         "recorded output was graded both pass and fail.",
-        f"{noisy} blocking change(s) within sampling noise. "
-        + str(report.get("sampling_noise_note", "")),
+        f"{noisy} blocking change(s) within sampling noise. " + report.sampling_noise_note,
     ]
     return DiffPage(
         passed=passed,
         verdict_title="Gate passed: no check lost passes" if passed else "Gate failed",
         reasons=reason_text,
         next_step=next_step,
-        format=report["format"],
+        format=report.format,
         baseline_name=inputs[0].name,
         current_name=inputs[1].name,
         cards=cards,
         rows=rows[:html_rows],
-        hidden_rows=max(0, len(report["changes"]) - html_rows),
+        hidden_rows=max(0, len(report.changes) - html_rows),
         more_rows=more_rows,
         inputs=inputs,
-        interpretation=str(report.get("interpretation", "")),
+        interpretation=report.interpretation,
         kinds=[(kind, kind_counts[kind]) for kind in KIND_ORDER if kind in kind_counts],
         causes_line=causes_line,
         clusters=clusters,
-        groups_note=str(groups.get("note", "")),
+        groups_note=groups.note,
         presence=_presence(groups),
         case_groups=case_groups[:html_rows],
         hidden_case_groups=max(0, len(case_groups) - html_rows),
@@ -630,14 +628,23 @@ def build_diff_page(
         notes=notes,
         case_index=None if case_views is None or case_views.empty else case_views.index,
         case_views_inline=list(inline_cases or []),
-        record=record_fields(report, REPORT_SECTIONS, "diff.json"),
+        record=record_fields(_unsectioned(report), REPORT_SECTIONS, "diff.json"),
     )
 
 
-def _rate_of(rate: dict[str, Any]) -> str:
-    value = rate.get("value")
+def _unsectioned(report: DiffReport) -> dict[str, Any]:
+    """The top-level fields of diff.json that no dedicated section shows (the promptfoo
+    matrix), in report order, without writing the whole report out again."""
+    data: dict[str, Any] = {}
+    if report.matrix is not None:
+        data["matrix"] = report.matrix.to_json()
+    return data
+
+
+def _rate_of(rate: PassRate) -> str:
+    value = rate.value
     shown = "—" if value is None else f"{value:.1%}"
-    return f"{shown} ({rate['passed']}/{rate['assessed']} {rate.get('name', '')})"
+    return f"{shown} ({rate.passed}/{rate.assessed} {rate.name})"
 
 
 @dataclass(frozen=True)
@@ -660,7 +667,7 @@ MAX_INLINE_TRACES = 200
 
 
 def diff_case_views(
-    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+    folder: EvidenceFolder, params: dict[str, Any], report: DiffReport
 ) -> tuple[CaseViews | None, list[TracePair]]:
     """The case views of a diff report folder, from its preserved inputs: evidence chunks for
     Inspect, promptfoo and JUnit diffs; for evaluation diffs, both sides' trace replay of each
@@ -671,20 +678,17 @@ def diff_case_views(
     names = [str(entry.get("file")) for entry in inputs if isinstance(entry, dict)]
     if len(names) != 2:
         return None, []
-    fmt = str(report.get("format"))
+    fmt = report.format
     if fmt == "evaluation":
         return None, _evaluation_traces(folder, names, report)
     evidence = [read_case_evidence(folder.hash_file(name), fmt) for name in names]
     case_ids = sorted(evidence[0].keys() | evidence[1].keys())
-    sources = (
-        str(report["baseline"]["source"]["name"]),
-        str(report["current"]["source"]["name"]),
-    )
+    sources = (report.baseline.source.name, report.current.source.name)
     return build_case_views(case_ids, evidence[0], evidence[1], sources), []
 
 
 def _evaluation_traces(
-    folder: EvidenceFolder, names: list[str], report: dict[str, Any]
+    folder: EvidenceFolder, names: list[str], report: DiffReport
 ) -> list[TracePair]:
     from evalarc.canonical import strict_loads
     from evalarc.packs import pack_trace_view
@@ -705,15 +709,15 @@ def _evaluation_traces(
                 cases[f"{case.get('seed')}/{case.get('case_id')}"] = case
         by_case.append(cases)
     changed: dict[str, list[str]] = {}
-    for change in report["changes"]:
-        changed.setdefault(str(change["case_id"]), []).append(
-            f"{change['check']} {str(change['kind']).replace('_', ' ')}"
+    for change in report.changes:
+        changed.setdefault(change.case_id, []).append(
+            f"{change.check} {change.kind.replace('_', ' ')}"
         )
     pairs: list[TracePair] = []
     for number, (case_id, what) in enumerate(sorted(changed.items())[:MAX_INLINE_TRACES]):
         sides = []
-        for role, document, cases in zip(("baseline", "current"), documents, by_case, strict=True):
-            source = str(report[role]["source"]["name"])
+        for role, document, cases in zip(SIDES, documents, by_case, strict=True):
+            source = report.side(role).source.name
             case = cases.get(case_id)
             task = document.get("task") if isinstance(document.get("task"), dict) else {}
             assert isinstance(task, dict)
@@ -735,5 +739,5 @@ def _evaluation_traces(
     return pairs
 
 
-def render_diff_page(report: dict[str, Any]) -> str:
+def render_diff_page(report: DiffReport) -> str:
     return render_page("diff.html.j2", title="Results diff", page=build_diff_page(report))

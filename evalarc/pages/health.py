@@ -1,5 +1,6 @@
-"""The eval-health report page: a typed page model built from health.json (and the last result
-file, for the recorded outputs), then rendered by ``health.html.j2``.
+"""The eval-health report page: a typed page model built from the health report
+(:class:`evalarc.review.health_model.HealthReport`, and the last result file for the recorded
+outputs), then rendered by ``health.html.j2``.
 
 The model holds every decision (wording, tones, limits); the template only lays it out.
 """
@@ -7,14 +8,14 @@ The model holds every decision (wording, tones, limits); the template only lays 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from evalarc.formats.model import Run
 from evalarc.pages.blocks import Card, TriageRow
 from evalarc.pages.record_fields import RecordField, record_fields
 from evalarc.pages.render import render_page
 from evalarc.review.diff import tally
-from evalarc.review.health import TRIAGE_NEXT_STEPS, WARNING
+from evalarc.review.health import TRIAGE_NEXT_STEPS
+from evalarc.review.health_model import WARNING, Finding, HealthReport
 
 MAX_CASES = 2000
 """Cases of the last file listed with their outputs; the rest stay in cases.jsonl."""
@@ -150,72 +151,69 @@ def _case_rows(last_run: Run, categories: dict[str, str]) -> list[CaseRow]:
     return rows
 
 
-def _finding_block(finding: dict[str, Any]) -> FindingBlock:
-    items = finding.get("items") or []
+def _finding_block(finding: Finding) -> FindingBlock:
     rows = [
         ItemRow(
-            file=str(item.get("file", "—")),
-            case_id=str(item["case_id"]),
-            check=str(item["check"]),
-            counts=f"{item['passed']}/{item['assessed']} of {item['attempts']}",
-            detail=str(item.get("detail", "")),
+            file="—" if item.file is None else item.file,
+            case_id=item.case_id,
+            check=item.check,
+            counts=f"{item.passed}/{item.assessed} of {item.attempts}",
+            detail="" if item.detail is None else item.detail,
         )
-        for item in items[:MAX_ITEMS]
+        for item in finding.items[:MAX_ITEMS]
     ]
-    total = int(finding.get("items_total", len(items)))
     return FindingBlock(
-        id=str(finding["id"]),
-        severity=str(finding["severity"]),
-        tone="bad" if finding["severity"] == WARNING else "ok",
-        message=str(finding["message"]),
+        id=finding.id,
+        severity=finding.severity,
+        tone="bad" if finding.severity == WARNING else "ok",
+        message=finding.message,
         items=rows,
-        hidden_items=max(0, total - len(rows)),
+        hidden_items=max(0, finding.total - len(rows)),
     )
 
 
-def build_health_page(report: dict[str, Any], last_run: Run | None) -> HealthPage:
+def build_health_page(report: HealthReport, last_run: Run | None) -> HealthPage:
     """The page model; ``last_run`` (the last result file) supplies the recorded outputs."""
-    warnings = int(report["warnings"])
-    healthy = bool(report["healthy"])
-    warning_ids = [f["id"] for f in report["findings"] if f["severity"] == WARNING]
-    rates = [run["pass_rate"] for run in report["runs"] if run["pass_rate"] is not None]
-    noise = report["noise"]
+    warnings = report.warnings
+    healthy = report.healthy
+    warning_ids = [f.id for f in report.findings if f.severity == WARNING]
+    rates = [run.pass_rate for run in report.runs if run.pass_rate is not None]
     cards = [
         Card(str(warnings), "warnings", alert=not healthy),
         Card(_percent(max(rates) if rates else None), "best pass rate"),
-        Card(_percent(noise["resolvable_change"]), "resolvable change (last file)"),
-        Card(str(len(report["runs"])), "result files"),
+        Card(_percent(report.noise.resolvable_change), "resolvable change (last file)"),
+        Card(str(len(report.runs)), "result files"),
     ]
     runs = [
         RunRow(
-            name=run["source"]["name"],
-            sha256_prefix=run["source"]["sha256"][:16],
-            cases=run["cases"],
-            checks=run["checks"],
-            pass_rate=_percent(run["pass_rate"]),
+            name=run.source.name,
+            sha256_prefix=run.source.sha256[:16],
+            cases=run.cases,
+            checks=run.checks,
+            pass_rate=_percent(run.pass_rate),
             interval="—"
-            if run["interval_95"] is None
-            else f"{_percent(run['interval_95'][0])}–{_percent(run['interval_95'][1])}",
-            max_attempts=run["max_attempts"],
-            unassessed=run["attempts"] - run["assessed"],
-            status="incomplete" if run["incomplete"] else "complete",
+            if run.interval_95 is None
+            else f"{_percent(run.interval_95[0])}–{_percent(run.interval_95[1])}",
+            max_attempts=run.max_attempts,
+            unassessed=run.attempts - run.assessed,
+            status="incomplete" if run.incomplete else "complete",
         )
-        for run in report["runs"]
+        for run in report.runs
     ]
     triage = [
         TriageRow(
-            case_id=entry["case_id"],
-            category=entry["category"].replace("_", " "),
-            checks=", ".join(entry["checks"]),
-            next_step=TRIAGE_NEXT_STEPS[entry["category"]],
+            case_id=entry.case_id,
+            category=entry.category.replace("_", " "),
+            checks=", ".join(entry.checks),
+            next_step=TRIAGE_NEXT_STEPS[entry.category],
         )
-        for entry in report["triage"]
+        for entry in report.triage
     ]
-    categories = {entry["case_id"]: entry["category"] for entry in report["triage"]}
+    categories = {entry.case_id: entry.category for entry in report.triage}
     cases = _case_rows(last_run, categories) if last_run is not None else []
     hidden = max(0, len(last_run.cases) - MAX_CASES) if last_run is not None else 0
     return HealthPage(
-        record=record_fields(report, REPORT_SECTIONS, REPORT_FILE),
+        record=record_fields(report.to_json(), REPORT_SECTIONS, REPORT_FILE),
         healthy=healthy,
         verdict_title="Ready to tune against: no warnings"
         if healthy
@@ -224,15 +222,15 @@ def build_health_page(report: dict[str, Any], last_run: Run | None) -> HealthPag
         cards=cards,
         runs=runs,
         triage=triage,
-        last_file=report["runs"][-1]["source"]["name"],
+        last_file=report.runs[-1].source.name,
         cases=cases,
         hidden_cases=hidden,
-        findings=[_finding_block(finding) for finding in report["findings"]],
-        scope=str(report["scope"]),
+        findings=[_finding_block(finding) for finding in report.findings],
+        scope=report.scope,
     )
 
 
-def render_health_page(report: dict[str, Any], last_run: Run | None) -> str:
+def render_health_page(report: HealthReport, last_run: Run | None) -> str:
     return render_page(
         "health.html.j2", title="Eval health", page=build_health_page(report, last_run)
     )

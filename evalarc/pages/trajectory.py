@@ -1,4 +1,5 @@
-"""The trajectory page: a typed page model built from trajectory.json, then rendered.
+"""The trajectory page: a typed page model built from the trajectory report
+(:class:`evalarc.review.trajectory_model.TrajectoryReport`), then rendered.
 
 The model computes every number and every SVG coordinate (the left-step curve, its shaded area,
 the budget line, ticks and markers); the template only lays them out, so the chart is testable
@@ -12,12 +13,13 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from evalarc.pages.blocks import Card
 from evalarc.pages.record_fields import RecordField, record_fields
 from evalarc.pages.render import render_page
 from evalarc.review.trajectory import format_seconds
+from evalarc.review.trajectory_model import CheckpointRow as ReportCheckpoint
+from evalarc.review.trajectory_model import TrajectoryIdentity, TrajectoryReport
 
 MAX_ROWS = 1000
 """Checkpoint rows (and chart markers) rendered; the curve itself always uses every checkpoint."""
@@ -159,16 +161,16 @@ class _Scale:
 
 
 def step_vertices(
-    checkpoints: Sequence[dict[str, Any]], budget: float
+    checkpoints: Sequence[ReportCheckpoint], budget: float
 ) -> list[tuple[float, float]]:
     """(seconds, score) corners of the left-step curve: zero until the first checkpoint, each
     score held until the next, the last held until the budget; never interpolated."""
     vertices = [(0.0, 0.0)]
     level = 0.0
     for point in checkpoints:
-        elapsed = float(point["elapsed_seconds"])
+        elapsed = float(point.elapsed_seconds)
         vertices.append((elapsed, level))
-        level = float(point["score"])
+        level = float(point.score)
         vertices.append((elapsed, level))
     vertices.append((budget, level))
     return vertices
@@ -182,10 +184,10 @@ def _path(points: Sequence[tuple[float, float]], scale: _Scale, close: bool) -> 
     return " ".join(parts) + (" Z" if close else "")
 
 
-def build_chart(report: dict[str, Any]) -> Chart:
-    budget = float(report["budget_seconds"])
+def build_chart(report: TrajectoryReport) -> Chart:
+    budget = float(report.budget_seconds)
     scale = _Scale(budget)
-    checkpoints = report["checkpoints"]
+    checkpoints = report.checkpoints
     vertices = step_vertices(checkpoints, budget)
     area = [*vertices, (budget, 0.0)]
     step = nice_step(budget)
@@ -195,29 +197,29 @@ def build_chart(report: dict[str, Any]) -> Chart:
         if index * step <= budget
     ]
     y_ticks = [Tick(_coordinate(scale.y(value)), f"{value:g}") for value in Y_TICKS]
-    regression_times = {float(item["elapsed_seconds"]) for item in report["regressions"]}
+    regression_times = {float(item.elapsed_seconds) for item in report.regressions}
     markers = []
     for point in checkpoints[:MAX_ROWS]:
-        elapsed = float(point["elapsed_seconds"])
+        elapsed = float(point.elapsed_seconds)
         regression = elapsed in regression_times
-        label = f"{format_seconds(point['elapsed_seconds'])} s: score {point['score']:.4f}"
-        label += ", resolved" if point["resolved"] else ""
+        label = f"{format_seconds(point.elapsed_seconds)} s: score {point.score:.4f}"
+        label += ", resolved" if point.resolved else ""
         label += ", regression" if regression else ""
         markers.append(
             Marker(
                 _coordinate(scale.x(elapsed)),
-                _coordinate(scale.y(float(point["score"]))),
+                _coordinate(scale.y(float(point.score))),
                 label,
                 regression,
             )
         )
-    budget_text = format_seconds(report["budget_seconds"])
-    source = report["source"]["name"]
+    budget_text = format_seconds(report.budget_seconds)
+    source = report.source.name
     description = (
-        f"Left-step score curve of {report['checkpoint_count']} checkpoint(s) from {source}: "
-        f"zero until {format_seconds(checkpoints[0]['elapsed_seconds'])} s, final score "
-        f"{report['final_score']:.4f} held until the {budget_text} s budget; the shaded area is "
-        f"{report['normalized_score_area']:.4f} of the budget."
+        f"Left-step score curve of {report.checkpoint_count} checkpoint(s) from {source}: "
+        f"zero until {format_seconds(checkpoints[0].elapsed_seconds)} s, final score "
+        f"{report.final_score:.4f} held until the {budget_text} s budget; the shaded area is "
+        f"{report.normalized_score_area:.4f} of the budget."
     )
     plot_bottom = HEIGHT - BOTTOM
     return Chart(
@@ -234,7 +236,7 @@ def build_chart(report: dict[str, Any]) -> Chart:
         budget_x=_coordinate(scale.x(budget)),
         budget_label=f"budget {budget_text} s",
         markers=markers,
-        x_label=f"elapsed seconds ({report['clock_source']})",
+        x_label=f"elapsed seconds ({report.clock_source})",
         y_label="score",
         title="Score over elapsed time",
         description=description,
@@ -249,19 +251,19 @@ def _score(value: float) -> str:
     return f"{value:.4f}"
 
 
-def _identity_rows(identity: dict[str, Any]) -> list[IdentityRow]:
-    task = identity["task"]
-    runtime = identity["runtime"]
+def _identity_rows(identity: TrajectoryIdentity) -> list[IdentityRow]:
+    task = identity.task
+    runtime = identity.runtime
     command = runtime.get("command")
     return [
         IdentityRow("task", f"{task['id']} {task['version']} ({task.get('split', 'no split')})"),
-        IdentityRow("evaluation schema", str(identity["schema_version"])),
-        IdentityRow("grader_sha256", str(identity["grader_sha256"])),
-        IdentityRow("cases_sha256", str(identity["cases_sha256"])),
-        IdentityRow("seeds", ", ".join(str(seed) for seed in identity["seeds"])),
+        IdentityRow("evaluation schema", identity.schema_version),
+        IdentityRow("grader_sha256", identity.grader_sha256),
+        IdentityRow("cases_sha256", identity.cases_sha256),
+        IdentityRow("seeds", ", ".join(str(seed) for seed in identity.seeds)),
         IdentityRow(
             "weights",
-            ", ".join(f"{name} {weight:g}" for name, weight in identity["weights"].items()),
+            ", ".join(f"{name} {weight:g}" for name, weight in identity.weights.items()),
         ),
         IdentityRow(
             "command", json.dumps(command, ensure_ascii=False) if command is not None else "—"
@@ -270,64 +272,64 @@ def _identity_rows(identity: dict[str, Any]) -> list[IdentityRow]:
     ]
 
 
-def build_trajectory_page(report: dict[str, Any]) -> TrajectoryPage:
-    regressions = report["regressions"]
-    first = report["first_resolved_seconds"]
+def build_trajectory_page(report: TrajectoryReport) -> TrajectoryPage:
+    regressions = report.regressions
+    first = report.first_resolved_seconds
     cards = [
-        Card(_score(report["normalized_score_area"]), "normalized score area"),
+        Card(_score(report.normalized_score_area), "normalized score area"),
         Card(
-            _score(report["final_score"]),
-            "final score" + (" (resolved)" if report["final_resolved"] else ""),
+            _score(report.final_score),
+            "final score" + (" (resolved)" if report.final_resolved else ""),
         ),
         Card("never" if first is None else f"{format_seconds(first)} s", "first resolved"),
         Card(str(len(regressions)), "regressions (score fell)", alert=bool(regressions)),
-        Card(str(report["checkpoint_count"]), "checkpoints"),
+        Card(str(report.checkpoint_count), "checkpoints"),
     ]
-    regression_times = {float(item["elapsed_seconds"]) for item in regressions}
+    regression_times = {float(item.elapsed_seconds) for item in regressions}
     rows = []
-    for number, point in enumerate(report["checkpoints"][:MAX_ROWS], start=1):
-        regression = float(point["elapsed_seconds"]) in regression_times
+    for number, point in enumerate(report.checkpoints[:MAX_ROWS], start=1):
+        regression = float(point.elapsed_seconds) in regression_times
         rows.append(
             CheckpointRow(
                 number=number,
-                elapsed=format_seconds(point["elapsed_seconds"]),
-                score=_score(point["score"]),
-                resolved="yes" if point["resolved"] else "no",
-                held_until=format_seconds(point["held_until_seconds"]),
-                area=f"{point['score_area']:.6g}",
-                candidate=point["candidate_sha256"] or "—",
+                elapsed=format_seconds(point.elapsed_seconds),
+                score=_score(point.score),
+                resolved="yes" if point.resolved else "no",
+                held_until=format_seconds(point.held_until_seconds),
+                area=f"{point.score_area:.6g}",
+                candidate=point.candidate_sha256 or "—",
                 note="regression" if regression else "",
                 tone="bad" if regression else "ok",
             )
         )
-    budget_text = format_seconds(report["budget_seconds"])
+    budget_text = format_seconds(report.budget_seconds)
     count = len(regressions)
     verdict = (
-        f"Normalized score area {_score(report['normalized_score_area'])} over {budget_text} s; "
-        f"final score {_score(report['final_score'])}, "
+        f"Normalized score area {_score(report.normalized_score_area)} over {budget_text} s; "
+        f"final score {_score(report.final_score)}, "
         + ("never resolved" if first is None else f"first resolved at {format_seconds(first)} s")
         + f", {count} regression{'' if count == 1 else 's'}"
     )
     return TrajectoryPage(
-        record=record_fields(report, REPORT_SECTIONS, REPORT_FILE),
+        record=record_fields(report.to_json(), REPORT_SECTIONS, REPORT_FILE),
         verdict=verdict,
-        source_name=report["source"]["name"],
-        source_sha256=report["source"]["sha256"],
+        source_name=report.source.name,
+        source_sha256=report.source.sha256,
         budget_text=budget_text,
         cards=cards,
         chart=build_chart(report),
         rows=rows,
-        hidden_rows=max(0, len(report["checkpoints"]) - MAX_ROWS),
-        identity=_identity_rows(report["identity"]),
+        hidden_rows=max(0, len(report.checkpoints) - MAX_ROWS),
+        identity=_identity_rows(report.identity),
         clock_note=(
-            f"Elapsed times are {report['clock_source']} and not authenticated; the budget is "
+            f"Elapsed times are {report.clock_source} and not authenticated; the budget is "
             f"{budget_text} s."
         ),
-        interpretation=str(report["interpretation"]),
+        interpretation=report.interpretation,
     )
 
 
-def render_trajectory_page(report: dict[str, Any]) -> str:
+def render_trajectory_page(report: TrajectoryReport) -> str:
     return render_page(
         "trajectory.html.j2", title="Score trajectory", page=build_trajectory_page(report)
     )

@@ -27,8 +27,9 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
+from evalarc.canonical import JSONValue
 from evalarc.clock import timestamp
-from evalarc.errors import OutputError, VerificationError
+from evalarc.errors import InputError, OutputError, VerificationError
 from evalarc.formats import Run, load_results
 from evalarc.formats.evaluation import resolve_evaluation_path
 from evalarc.formats.harness import HarnessFile, collect_harness
@@ -37,13 +38,8 @@ from evalarc.pages.view import PageView
 from evalarc.reports.diff_text import markdown_summary
 from evalarc.reports.kind import ReportKind, write_page
 from evalarc.reports.recorded_inputs import recorded_harness, recorded_run, recorded_split
-from evalarc.review.diff import (
-    DIFF_SCHEMA,
-    DiffOptions,
-    compute_diff,
-    overall_passed,
-    prepare_runs,
-)
+from evalarc.review.diff import DiffOptions, diff_report, prepare_runs
+from evalarc.review.diff_model import DIFF_SCHEMA, DiffReport
 
 REPORT_FILE = "diff.json"
 SPLIT_FILE = "split.json"
@@ -70,7 +66,7 @@ def run_diff(
     output: Path | None = None,
     junit: Path | None = None,
     markdown: Path | None = None,
-) -> dict[str, Any]:
+) -> DiffReport:
     """Load both runs, compute the diff, and (with ``output``) publish a report folder; (with
     ``junit``) write every compared check as a JUnit testcase (see
     :mod:`evalarc.reports.diff_junit`); (with ``markdown``) append the summary to that file.
@@ -90,7 +86,7 @@ def run_diff(
     split = load_split(request.held_out) if request.held_out is not None else None
     harness = collect_harness(list(request.harness)) if request.harness is not None else None
     baseline, current = prepare_runs(baseline, current)
-    report = compute_diff(
+    report = diff_report(
         baseline, current, request.options, split=split, harness=harness, created_at=timestamp()
     )
     staged = _stage_junit(junit, report, baseline, current) if junit is not None else None
@@ -114,7 +110,7 @@ def run_diff(
     return report
 
 
-def _stage_junit(path: Path, report: dict[str, Any], baseline: Run, current: Run) -> Path:
+def _stage_junit(path: Path, report: DiffReport, baseline: Run, current: Run) -> Path:
     """Write the JUnit XML into a temporary sibling of ``path`` (published by a rename)."""
     from evalarc.reports.diff_junit import junit_document
 
@@ -158,20 +154,15 @@ def _open_for_append(path: Path | None) -> Iterator[TextIO | None]:
 
 def _params(
     request: DiffRequest,
-    report: dict[str, Any],
+    report: DiffReport,
     split: CaseSplit | None,
     harness: Sequence[HarnessFile] | None,
 ) -> dict[str, Any]:
-    options = request.options
     return params_document(
         "diff",
         {
-            "format": report["format"],
-            "threshold": options.threshold,
-            "leak_min_chars": options.leak_min_chars,
-            "require_generalization": options.require_generalization,
-            "max_cost_ratio": options.max_cost_ratio,
-            "cost_metric": options.cost_metric,
+            "format": report.format,
+            **request.options.to_params(),
             "inputs": [
                 {"file": _copy_name("baseline", request.baseline)},
                 {"file": _copy_name("current", request.current)},
@@ -190,7 +181,7 @@ def _params(
 def write_diff_folder(
     output: Path,
     request: DiffRequest,
-    report: dict[str, Any],
+    report: DiffReport,
     baseline: Run,
     current: Run,
     split: CaseSplit | None,
@@ -208,30 +199,29 @@ def write_diff_folder(
         for entry, item in zip(params["harness"] or [], harness or [], strict=True):
             write_bytes(folder / entry["file"], item.data)
         write_json(folder / PARAMS_FILE, params)
-        write_json(folder / REPORT_FILE, report)
+        report_json = report.to_json()
+        write_json(folder / REPORT_FILE, report_json)
         write_text(folder / "summary.md", markdown_summary(report))
-        write_page(folder, KIND, params, report)
+        # The page of the JSON just written, as verify and a site build it (reading that JSON
+        # back gives this same report: tests/test_diff_model.py).
+        _remember(report_json, report)
+        write_page(folder, KIND, params, report_json)
 
 
 def recompute_diff_folder(
     folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
-) -> dict[str, Any]:
-    """Recompute a saved diff from the folder's input copies and recorded options."""
+) -> dict[str, JSONValue]:
+    """Recompute a saved diff from the folder's input copies and recorded options.
+
+    The recorded report is not read as a :class:`DiffReport` here: only the sources, the split's
+    name and ``created_at`` are taken from it, and the comparison of the whole object with the
+    recomputed one (the caller's) is what refuses a tampered report."""
     if recorded.get("schema_version") != DIFF_SCHEMA:
         raise VerificationError(f"{REPORT_FILE} does not hold a diff report")
     inputs = params.get("inputs")
     if not isinstance(inputs, list) or len(inputs) != 2:
         raise VerificationError(f"{PARAMS_FILE} must list exactly two inputs for a diff")
-    options = DiffOptions(
-        threshold=_number(params, "threshold"),
-        leak_min_chars=int(_number(params, "leak_min_chars")),
-        require_generalization=bool(params.get("require_generalization")),
-        max_cost_ratio=None
-        if params.get("max_cost_ratio") is None
-        else _number(params, "max_cost_ratio"),
-        cost_metric=str(params.get("cost_metric")),
-    )
-    options.validate()
+    options = DiffOptions.from_params(params, PARAMS_FILE)
     fmt = str(params.get("format"))
     runs: list[Run] = []
     for entry, role in zip(inputs, ("baseline", "current"), strict=True):
@@ -241,49 +231,64 @@ def recompute_diff_folder(
         source = recorded_object(recorded, "generalization", "split", "source")
         split = recorded_split(folder, params["split"], source)
     harness = recorded_harness(folder, params.get("harness"))
-    return compute_diff(
+    return diff_report(
         runs[0],
         runs[1],
         options,
         split=split,
         harness=harness,
         created_at=str(recorded.get("created_at", "")),
-    )
+    ).to_json()
 
 
-def _number(params: dict[str, Any], key: str) -> float:
-    value = params.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise VerificationError(f"{PARAMS_FILE} has no numeric {key}")
+_READ: list[tuple[dict[str, Any], DiffReport]] = []
+"""The last diff.json object read and its model: ``verify`` hands one verified object to the
+summary, the derived files and the page in turn, and reading a 20,000-row report takes about
+half a second, so it is read once. Only the same object (never an equal one) is a hit."""
+
+
+def _remember(recorded: dict[str, Any], report: DiffReport) -> None:
+    _READ[:] = [(recorded, report)]
+
+
+def read_report(recorded: dict[str, Any]) -> DiffReport:
+    """A verified folder's diff.json as the typed report (the boundary between the generic
+    folder check, which hands every kind its JSON, and the diff's own renderers). The object
+    must not be changed after it was read."""
+    if _READ and _READ[0][0] is recorded:
+        return _READ[0][1]
     try:
-        float(value)
-    except OverflowError:  # an integer written with hundreds of digits
-        raise VerificationError(f"{PARAMS_FILE} has a {key} beyond any number") from None
-    return float(value) if isinstance(value, float) else value
+        report = DiffReport.from_json(recorded, REPORT_FILE)
+    except InputError as error:
+        raise VerificationError(error.message) from None
+    _remember(recorded, report)
+    return report
 
 
-def diff_summary(report: dict[str, Any]) -> dict[str, Any]:
+def diff_summary(recorded: dict[str, Any]) -> dict[str, Any]:
     """What ``verify`` says about a diff: the gate, the overall pass and the blocking count."""
+    report = read_report(recorded)
     return {
-        "gate_passed": bool(report.get("gate_passed")),
-        "passed": overall_passed(report),
-        "blocking_changes": report.get("blocking_changes"),
+        "gate_passed": report.gate_passed,
+        "passed": report.passed,
+        "blocking_changes": report.blocking_changes,
     }
 
 
 def derived_diff_files(
-    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
 ) -> Derived:
     """The files ``write_diff_folder`` derives from the report, for ``verify`` to compare."""
 
     return {
-        "summary.md": text_bytes(markdown_summary(report)),
+        "summary.md": text_bytes(markdown_summary(read_report(recorded))),
     }
 
 
-def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+def page_view(folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]) -> PageView:
     from evalarc.pages.diff import build_diff_page, diff_case_views
 
+    report = read_report(recorded)
     case_views, inline = diff_case_views(folder, params, report)
     page = build_diff_page(report, case_views=case_views, inline_cases=inline)
     files = case_views.files if case_views is not None else {}

@@ -21,11 +21,11 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from evalarc.errors import OutputError
 from evalarc.formats.model import Attempt, Run
-from evalarc.review.diff import BLOCKING_KINDS, Tally, overall_passed, tally
+from evalarc.review.diff import Tally, tally
+from evalarc.review.diff_model import BLOCKING_KINDS, SIDES, ChangeRow, DiffReport, SideTally
 
 SUITES_NAME = "evalarc diff"
 CHECKS_SUITE = "evalarc checks"
@@ -59,50 +59,47 @@ class JunitCase:
     detail: str
 
 
-def _fraction(side: dict[str, Any] | Tally | None) -> str:
+def _fraction(side: SideTally | Tally | None) -> str:
     if side is None:
         return "absent"
-    if isinstance(side, Tally):
-        passed, assessed, attempts = side.passed, side.assessed, side.attempts
-    else:
-        passed, assessed, attempts = side["passed"], side["assessed"], side["attempts"]
+    passed, assessed, attempts = side.passed, side.assessed, side.attempts
     text = f"{passed}/{assessed} passed"
     if attempts != assessed:
         text += f" ({attempts - assessed} unassessed)"
     return text
 
 
-def _evidence_lines(row: dict[str, Any]) -> list[str]:
+def _evidence_lines(row: ChangeRow) -> list[str]:
     lines: list[str] = []
-    for side in ("baseline", "current"):
-        for attempt in row.get(f"{side}_detail") or []:
+    for side in SIDES:
+        for attempt in row.detail(side):
             if len(lines) >= MAX_EVIDENCE_ITEMS:
                 return lines
-            verdict = {True: "pass", False: "fail", None: "unassessed"}[attempt.get("passed")]
+            verdict = {True: "pass", False: "fail", None: "unassessed"}[attempt.passed]
             text = f"{side} attempt: {verdict}"
-            if "value" in attempt:
-                text += f", value {attempt['value']!r}"
-            if attempt.get("evidence"):
-                text += f", evidence {attempt['evidence']}"
+            if attempt.value is not None:
+                text += f", value {attempt.value!r}"
+            if attempt.evidence:
+                text += f", evidence {attempt.evidence}"
             lines.append(text)
     return lines
 
 
-def _change_case(row: dict[str, Any]) -> JunitCase:
-    kind = str(row["kind"])
+def _change_case(row: ChangeRow) -> JunitCase:
+    kind = row.kind
     label = kind.replace("_", " ")
-    message = f"{label}: {_fraction(row['baseline'])} -> {_fraction(row['current'])}"
+    message = f"{label}: {_fraction(row.baseline)} -> {_fraction(row.current)}"
     notes: list[str] = []
-    if row.get("within_sampling_noise"):
+    if row.within_sampling_noise:
         notes.append("within sampling noise (the gate still fails)")
-    if row.get("same_output_different_verdict"):
-        notes.append(f"{row['same_output_different_verdict']} recorded output(s) got both verdicts")
+    if row.same_output_different_verdict:
+        notes.append(f"{row.same_output_different_verdict} recorded output(s) got both verdicts")
     if notes:
         message += "; " + "; ".join(notes)
     detail = "\n".join([message, *_evidence_lines(row)])
     return JunitCase(
-        classname=str(row["case_id"]),
-        name=str(row["check"]),
+        classname=row.case_id,
+        name=row.check,
         failure_type=kind if kind in BLOCKING_KINDS else None,
         message=message,
         detail=detail,
@@ -114,13 +111,13 @@ def _unchanged_case(case_id: str, check: str, baseline: Tally, current: Tally) -
     return JunitCase(case_id, check, None, message, message)
 
 
-def check_cases(report: dict[str, Any], baseline: Run, current: Run) -> Iterator[JunitCase]:
+def check_cases(report: DiffReport, baseline: Run, current: Run) -> Iterator[JunitCase]:
     """One testcase per compared (case, check), in (case, check) order.
 
     Listed changes come from the report itself; the pairs it only counted as unchanged are
     tallied from the runs, with the same tally the diff used.
     """
-    rows = {(str(row["case_id"]), str(row["check"])): row for row in report["changes"]}
+    rows = {(row.case_id, row.check): row for row in report.changes}
     empty: dict[str, list[Attempt]] = {}
     for case_id in sorted(baseline.cases.keys() | current.cases.keys()):
         base_checks = baseline.cases.get(case_id, empty)
@@ -135,22 +132,23 @@ def check_cases(report: dict[str, Any], baseline: Run, current: Run) -> Iterator
             )
 
 
-def gate_cases(report: dict[str, Any]) -> list[JunitCase]:
+def gate_cases(report: DiffReport) -> list[JunitCase]:
     """The gate conditions that are not a change row, as testcases."""
     cases: list[JunitCase] = []
-    for side, key in (("baseline", "baseline_incomplete"), ("current", "current_incomplete")):
-        status = (report.get(side) or {}).get("identity", {}).get("status")
-        if report.get(key):
+    for side in SIDES:
+        key = f"{side}_incomplete"
+        status = report.side(side).identity.get("status")
+        if report.incomplete(side):
             message = f"the {side} run did not finish (status {status!r}); the gate fails"
             cases.append(JunitCase(GATES_CLASSNAME, f"{side} run finished", key, message, message))
         else:
             message = f"the {side} run finished"
             cases.append(JunitCase(GATES_CLASSNAME, f"{side} run finished", None, message, message))
-    if report.get("generalization_required"):
-        state = (report.get("generalization") or {}).get("state")
-        hits = (report.get("leakage") or {}).get("held_out_hits", 0)
+    if report.generalization_passed is not None:
+        state = report.generalization.state if report.generalization is not None else None
+        hits = report.leakage.held_out_hits if report.leakage is not None else 0
         message = f"held-out state {state!r}, {hits} held-out leakage hit(s)"
-        failed = not report.get("generalization_passed", False)
+        failed = not report.generalization_passed
         cases.append(
             JunitCase(
                 GATES_CLASSNAME,
@@ -160,13 +158,10 @@ def gate_cases(report: dict[str, Any]) -> list[JunitCase]:
                 message,
             )
         )
-    cost = report.get("cost_gate")
-    if isinstance(cost, dict):
-        message = (
-            f"{cost.get('metric')}: current/baseline {cost.get('ratio')!r}, "
-            f"limit {cost.get('max_ratio')!r}"
-        )
-        failed = not cost.get("passed", False)
+    cost = report.cost_gate
+    if cost is not None:
+        message = f"{cost.metric}: current/baseline {cost.ratio!r}, limit {cost.max_ratio!r}"
+        failed = not cost.passed
         cases.append(
             JunitCase(
                 GATES_CLASSNAME,
@@ -211,23 +206,23 @@ def _suite(name: str, cases: list[JunitCase]) -> ElementTree.Element:
     return suite
 
 
-def junit_document(report: dict[str, Any], baseline: Run, current: Run) -> bytes:
+def junit_document(report: DiffReport, baseline: Run, current: Run) -> bytes:
     """The complete JUnit XML (UTF-8, with declaration) for one diff; deterministic."""
     checks = list(check_cases(report, baseline, current))
     gates = gate_cases(report)
     check_suite = _suite(CHECKS_SUITE, checks)
     properties = ElementTree.Element("properties")
-    base_name = report["baseline"]["source"]["name"]
-    cur_name = report["current"]["source"]["name"]
+    base_name = report.baseline.source.name
+    cur_name = report.current.source.name
     for name, value in (
         ("baseline", base_name),
-        ("baseline_sha256", report["baseline"]["source"]["sha256"]),
+        ("baseline_sha256", report.baseline.source.sha256),
         ("current", cur_name),
-        ("current_sha256", report["current"]["source"]["sha256"]),
-        ("format", report["format"]),
-        ("blocking_changes", report["blocking_changes"]),
-        ("gate_passed", str(bool(report["gate_passed"])).lower()),
-        ("passed", str(overall_passed(report)).lower()),
+        ("current_sha256", report.current.source.sha256),
+        ("format", report.format),
+        ("blocking_changes", report.blocking_changes),
+        ("gate_passed", str(report.gate_passed).lower()),
+        ("passed", str(report.passed).lower()),
     ):
         ElementTree.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
     check_suite.insert(0, properties)
@@ -250,7 +245,7 @@ def junit_document(report: dict[str, Any], baseline: Run, current: Run) -> bytes
     return ('<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n").encode("utf-8")
 
 
-def write_junit(path: Path, report: dict[str, Any], baseline: Run, current: Run) -> None:
+def write_junit(path: Path, report: DiffReport, baseline: Run, current: Run) -> None:
     """Write the JUnit XML to ``path`` (replacing a previous file) via a temporary sibling, so a
     CI reader never sees half a file."""
     data = junit_document(report, baseline, current)

@@ -37,7 +37,8 @@ from evalarc.pages.view import PageView
 from evalarc.reports.health_text import markdown_summary
 from evalarc.reports.kind import ReportKind, write_page
 from evalarc.reports.recorded_inputs import recorded_run
-from evalarc.review.health import HEALTH_SCHEMA, MAX_INPUTS, HealthOptions, compute_health
+from evalarc.review.health import MAX_INPUTS, HealthOptions, compute_health
+from evalarc.review.health_model import HEALTH_SCHEMA, HealthReport
 
 REPORT_FILE = "health.json"
 CASES_FILE = "cases.json"
@@ -61,7 +62,7 @@ def input_copy_name(position: int, original: Path) -> str:
     return f"inputs/{position:02d}{copy_suffix(original)}"
 
 
-def run_health(request: HealthRequest, output: Path | None = None) -> dict[str, Any]:
+def run_health(request: HealthRequest, output: Path | None = None) -> HealthReport:
     """Load every run (and the manifest), compute the report, and with ``output`` publish the
     report folder. Options are checked before any file is read."""
     request.options.validate(len(request.inputs))
@@ -75,18 +76,12 @@ def run_health(request: HealthRequest, output: Path | None = None) -> dict[str, 
     return report
 
 
-def health_params(request: HealthRequest, report: dict[str, Any]) -> dict[str, Any]:
-    options = request.options
+def health_params(request: HealthRequest, report: HealthReport) -> dict[str, Any]:
     return params_document(
         KIND_NAME,
         {
-            "format": report["format"],
-            "threshold": options.threshold,
-            "saturation": options.saturation,
-            "min_effect": options.min_effect,
-            "ordered": options.ordered,
-            "plan_attempts": options.plan_attempts,
-            "plan_configs": options.plan_configs,
+            "format": report.format,
+            **request.options.to_params(),
             "inputs": [
                 {"file": input_copy_name(position, path)}
                 for position, path in enumerate(request.inputs, 1)
@@ -137,66 +132,26 @@ def _write_case_lines(path: Path, runs: Sequence[Run]) -> None:
 def write_health_folder(
     output: Path,
     request: HealthRequest,
-    report: dict[str, Any],
+    report: HealthReport,
     runs: Sequence[Run],
     manifest: CaseManifest | None,
 ) -> None:
     """Publish the health report folder atomically (see :mod:`evalarc.bundle`)."""
     params = health_params(request, report)
+    recorded = report.to_json()
     with staged_folder(output) as folder:
         for entry, path, run in zip(params["inputs"], request.inputs, runs, strict=True):
             copy_verified(path, folder / entry["file"], run.source.sha256)
         if manifest is not None and request.cases is not None:
             copy_verified(request.cases, folder / CASES_FILE, manifest.source.sha256)
         write_json(folder / PARAMS_FILE, params)
-        write_json(folder / REPORT_FILE, report)
+        write_json(folder / REPORT_FILE, recorded)
         _write_case_lines(folder / CASE_LINES_FILE, runs)
         write_text(folder / "summary.md", markdown_summary(report))
-        write_page(folder, KIND, params, report)
+        write_page(folder, KIND, params, recorded)
 
 
 # -- verify -----------------------------------------------------------------------------------
-
-
-def _optional_number(params: dict[str, Any], key: str) -> float | None:
-    value = params.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise VerificationError(f"{PARAMS_FILE} has a non-numeric {key}")
-    try:
-        float(value)
-    except OverflowError:  # an integer written with hundreds of digits
-        raise VerificationError(f"{PARAMS_FILE} has a {key} beyond any number") from None
-    return value
-
-
-def _optional_count(params: dict[str, Any], key: str) -> int | None:
-    value = params.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise VerificationError(f"{PARAMS_FILE} has a non-integer {key}")
-    return value
-
-
-def options_from_params(params: dict[str, Any]) -> HealthOptions:
-    """The recorded options, type-checked; ranges are checked by HealthOptions.validate."""
-    threshold = _optional_number(params, "threshold")
-    saturation = _optional_number(params, "saturation")
-    if threshold is None or saturation is None:
-        raise VerificationError(f"{PARAMS_FILE} must record threshold and saturation")
-    ordered = params.get("ordered")
-    if not isinstance(ordered, bool):
-        raise VerificationError(f"{PARAMS_FILE} has a non-boolean ordered")
-    return HealthOptions(
-        threshold=threshold,
-        saturation=saturation,
-        min_effect=_optional_number(params, "min_effect"),
-        ordered=ordered,
-        plan_attempts=_optional_count(params, "plan_attempts"),
-        plan_configs=_optional_count(params, "plan_configs"),
-    )
 
 
 def recompute_health_folder(
@@ -211,7 +166,7 @@ def recompute_health_folder(
         raise VerificationError(f"{PARAMS_FILE} must list 1 to {MAX_INPUTS} inputs")
     if not isinstance(recorded_runs, list) or len(recorded_runs) != len(inputs):
         raise VerificationError(f"{PARAMS_FILE} and {REPORT_FILE} list different inputs")
-    options = options_from_params(params)
+    options = HealthOptions.from_params(params, PARAMS_FILE)
     fmt = str(params.get("format"))
     runs = [
         recorded_run(folder, entry, saved, fmt, options.threshold)
@@ -225,25 +180,26 @@ def recompute_health_folder(
             manifest = manifest.with_source(Source(recorded_source["name"], manifest.source.sha256))
     return compute_health(
         runs, options, manifest=manifest, created_at=str(recorded.get("created_at", ""))
-    )
+    ).to_json()
 
 
-def health_summary(report: dict[str, Any]) -> dict[str, Any]:
+def health_summary(recorded: dict[str, Any]) -> dict[str, Any]:
     """What ``verify`` says about a health report: healthy (= passed) and the warning count."""
-    healthy = report.get("healthy") is True
-    return {"passed": healthy, "healthy": healthy, "warnings": report.get("warnings")}
+    report = HealthReport.from_json(recorded, REPORT_FILE)
+    return {"passed": report.healthy, "healthy": report.healthy, "warnings": report.warnings}
 
 
 def derived_health_files(
-    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
 ) -> Derived:
     """The files ``write_health_folder`` derives (case lines, summary, page), for ``verify``."""
 
-    options = options_from_params(params)
+    report = HealthReport.from_json(recorded, REPORT_FILE)
+    options = HealthOptions.from_params(params, PARAMS_FILE)
     fmt = str(params.get("format"))
     runs = [
         recorded_run(folder, entry, saved, fmt, options.threshold)
-        for entry, saved in zip(params["inputs"], report["runs"], strict=True)
+        for entry, saved in zip(params["inputs"], recorded["runs"], strict=True)
     ]
     lines = "".join(compact_json(record) + "\n" for run in runs for record in case_lines(run))
     return {
@@ -252,20 +208,17 @@ def derived_health_files(
     }
 
 
-def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
-    from evalarc.formats import load_results
-    from evalarc.formats.model import Source
+def page_view(folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]) -> PageView:
     from evalarc.pages.health import build_health_page
-    from evalarc.reports.health import options_from_params
 
+    report = HealthReport.from_json(recorded, REPORT_FILE)
     # The page shows the last file's recorded outputs, read from the bundle's own copy.
     last_input = params["inputs"][-1]["file"]
-    source = report["runs"][-1]["source"]
     run = load_results(
         folder.hash_file(str(last_input)),
         str(params["format"]),
-        options_from_params(params).threshold,
-    ).with_source(Source(str(source["name"]), str(source["sha256"])))
+        HealthOptions.from_params(params, PARAMS_FILE).threshold,
+    ).with_source(report.runs[-1].source)
     page = build_health_page(report, run)
     return PageView("health.html.j2", "Eval health", page.verdict_title, page)
 

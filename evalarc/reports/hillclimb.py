@@ -41,12 +41,12 @@ from evalarc.reports.hillclimb_text import markdown_summary
 from evalarc.reports.kind import ReportKind, write_page
 from evalarc.reports.recorded_inputs import recorded_harness, recorded_run, recorded_split
 from evalarc.review.hillclimb import (
-    HILLCLIMB_SCHEMA,
     MAX_STEPS,
     HillclimbOptions,
     compute_hillclimb,
     tuning_failures_document,
 )
+from evalarc.review.hillclimb_model import HILLCLIMB_SCHEMA, HillclimbReport
 
 REPORT_FILE = "hillclimb.json"
 TUNING_FAILURES_FILE = "tuning-failures.json"
@@ -92,7 +92,7 @@ def _check_request(request: HillclimbRequest) -> None:
         seen[key] = path
 
 
-def run_hillclimb_review(request: HillclimbRequest, output: Path | None = None) -> dict[str, Any]:
+def run_hillclimb_review(request: HillclimbRequest, output: Path | None = None) -> HillclimbReport:
     """Load every result, replay the climb and (with ``output``) publish a report folder."""
     _check_request(request)
     runs = [load_results(path, request.format, request.threshold) for path in request.results]
@@ -105,7 +105,7 @@ def run_hillclimb_review(request: HillclimbRequest, output: Path | None = None) 
     if output is not None:
         params = hillclimb_params(
             request.options,
-            report["format"],
+            report.format,
             request.threshold,
             labels,
             [input_copy_name(index, path) for index, path in enumerate(request.results)],
@@ -138,19 +138,16 @@ def hillclimb_params(
     harness: list[dict[str, str]] | None,
 ) -> dict[str, Any]:
     """params.json of a hillclimb-review folder: every option, the input copies, split, harness."""
+    recorded = options.to_params()
+    min_steps = recorded.pop("min_steps")  # written after the labels
     return params_document(
         KIND_NAME,
         {
             "format": fmt,
             "threshold": threshold,
-            "objective": options.objective,
-            "cost_metric": options.cost_metric,
-            "max_cost_ratio": options.max_cost_ratio,
-            "stall_after": options.stall_after,
-            "min_effect": options.min_effect,
-            "leak_min_chars": options.leak_min_chars,
+            **recorded,
             "labels": list(labels),
-            "min_steps": options.min_steps,
+            "min_steps": min_steps,
             "inputs": [{"file": name} for name in inputs],
             "split": SPLIT_FILE,
             "harness": harness,
@@ -160,19 +157,20 @@ def hillclimb_params(
 
 def write_review_files(
     folder: Path,
-    report: dict[str, Any],
+    report: HillclimbReport,
     params: dict[str, Any],
     harness: Sequence[HarnessFile] | None,
 ) -> None:
     """Write harness copies, params.json, hillclimb.json, tuning-failures.json, summary.md and
     index.html into ``folder`` (input and split copies are the caller's)."""
+    recorded = report.to_json()
     for entry, item in zip(params["harness"] or [], harness or [], strict=True):
         write_bytes(folder / entry["file"], item.data)
     write_json(folder / PARAMS_FILE, params)
-    write_json(folder / REPORT_FILE, report)
+    write_json(folder / REPORT_FILE, recorded)
     write_json(folder / TUNING_FAILURES_FILE, tuning_failures_document(report))
     write_text(folder / "summary.md", markdown_summary(report))
-    write_page(folder, KIND, params, report)
+    write_page(folder, KIND, params, recorded)
 
 
 # -- verify ---------------------------------------------------------------------------------------
@@ -185,36 +183,11 @@ def _number(params: dict[str, Any], key: str) -> float:
     return value
 
 
-def _integer(params: dict[str, Any], key: str, default: int | None = None) -> int:
-    value = params.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise VerificationError(f"{PARAMS_FILE} has no integer {key}")
-    return value
-
-
 def _text(params: dict[str, Any], key: str) -> str:
     value = params.get(key)
     if not isinstance(value, str):
         raise VerificationError(f"{PARAMS_FILE} has no text {key}")
     return value
-
-
-def options_from_params(params: dict[str, Any]) -> HillclimbOptions:
-    min_effect = params.get("min_effect")
-    options = HillclimbOptions(
-        objective=_text(params, "objective"),
-        cost_metric=_text(params, "cost_metric"),
-        max_cost_ratio=_number(params, "max_cost_ratio"),
-        stall_after=_integer(params, "stall_after"),
-        min_effect=None if min_effect is None else _number(params, "min_effect"),
-        min_steps=_integer(params, "min_steps"),
-        leak_min_chars=_integer(params, "leak_min_chars", 12),
-    )
-    try:
-        options.validate()
-    except UsageError as error:
-        raise VerificationError(f"{PARAMS_FILE} records an invalid option: {error}") from None
-    return options
 
 
 def recompute_hillclimb_folder(
@@ -223,7 +196,7 @@ def recompute_hillclimb_folder(
     """Recompute a saved hillclimb review from the folder's copies and recorded options."""
     if recorded.get("schema_version") != HILLCLIMB_SCHEMA:
         raise VerificationError(f"{REPORT_FILE} does not hold a {KIND_NAME} report")
-    options = options_from_params(params)
+    options = HillclimbOptions.from_params(params, PARAMS_FILE)
     inputs = params.get("inputs")
     labels = params.get("labels")
     recorded_runs = recorded.get("runs")
@@ -254,33 +227,35 @@ def recompute_hillclimb_folder(
         options,
         harness=harness,
         created_at=str(recorded.get("created_at", "")),
-    )
+    ).to_json()
 
 
-def hillclimb_summary(report: dict[str, Any]) -> dict[str, Any]:
+def hillclimb_summary(recorded: dict[str, Any]) -> dict[str, Any]:
     """What ``verify`` says about a hillclimb review: the recommendation and every decision."""
+    report = HillclimbReport.from_json(recorded, REPORT_FILE)
     return {
-        "passed": bool(report.get("merge_recommended")),
-        "recommendation": report.get("recommendation"),
-        "decisions": [step.get("decision") for step in report.get("steps", [])],
+        "passed": report.merge_recommended,
+        "recommendation": report.recommendation,
+        "decisions": [step.decision for step in report.steps],
     }
 
 
 def derived_hillclimb_files(
-    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
+    folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
 ) -> Derived:
     """The files ``write_review_files`` derives from the report, for ``verify`` to compare."""
 
+    report = HillclimbReport.from_json(recorded, REPORT_FILE)
     return {
         TUNING_FAILURES_FILE: text_bytes(pretty_json(tuning_failures_document(report))),
         "summary.md": text_bytes(markdown_summary(report)),
     }
 
 
-def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+def page_view(folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]) -> PageView:
     from evalarc.pages.hillclimb import build_hillclimb_page
 
-    page = build_hillclimb_page(report)
+    page = build_hillclimb_page(HillclimbReport.from_json(recorded, REPORT_FILE))
     return PageView("hillclimb.html.j2", "Hillclimb review", page.verdict_title, page)
 
 

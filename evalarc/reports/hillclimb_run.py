@@ -64,19 +64,19 @@ from evalarc.reports.hillclimb import (
     hillclimb_params,
     write_review_files,
 )
-from evalarc.reports.hillclimb_text import points
 from evalarc.review.health import noise_review
 from evalarc.review.hillclimb import (
     MAX_STEPS,
-    OBJECTIVES,
     TUNING_FAILURES_SCHEMA,
     HillclimbOptions,
     compare_step,
     compute_hillclimb,
+    points,
     pooled_snapshot,
     stall_entry,
     triage_cases,
 )
+from evalarc.review.hillclimb_model import OBJECTIVES, HillclimbReport
 from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
 from evalarc.review.split import partition
 from evalarc.review.usage import COST_METRIC_CHOICES
@@ -571,10 +571,10 @@ def failure_brief(
     case text, evidence and a few outputs. Held-out cases are never included."""
     failures = []
     for row in triage_cases(run, tuning_ids, history):
-        case_id = row["case_id"]
+        case_id = row.case_id
         materials = run.material.get(case_id, [])
         checks = {}
-        for check in row["checks"]:
+        for check in row.checks:
             attempts = run.cases[case_id][check]
             checks[check] = {
                 "failed_attempts": sum(1 for attempt in attempts if attempt.passed is not True),
@@ -585,7 +585,7 @@ def failure_brief(
             }
         outputs: list[str] = []
         for meta in run.samples.get(case_id, []):
-            failed = any(meta.verdicts.get(check) is not True for check in row["checks"])
+            failed = any(meta.verdicts.get(check) is not True for check in row.checks)
             text = meta.output_text
             if failed and text is not None and text not in outputs:
                 outputs.append(text)
@@ -594,8 +594,8 @@ def failure_brief(
         failures.append(
             {
                 "case_id": case_id,
-                "category": row["category"],
-                "next_step": row["next_step"],
+                "category": row.category,
+                "next_step": row.next_step,
                 "input": "\n".join(m.text for m in materials if m.role == "input"),
                 "expected": "\n".join(m.text for m in materials if m.role == "expected"),
                 "checks": checks,
@@ -830,14 +830,16 @@ class _Loop:
         tuning = pooled_snapshot(run, self.tuning_ids)
         held = pooled_snapshot(run, self.held_out_ids)
         noise = {
-            "tuning": noise_review(tuning["passed"], tuning["assessed"], self.config.min_effect),
-            "held_out": noise_review(held["passed"], held["assessed"], self.config.min_effect),
+            "tuning": noise_review(
+                tuning.passed, tuning.assessed, self.config.min_effect
+            ).to_json(),
+            "held_out": noise_review(held.passed, held.assessed, self.config.min_effect).to_json(),
         }
         self.tuning_noise = float(noise["tuning"]["resolvable_change"])
         self.baseline_block = {
             "result": f"results/{name}",
-            "tuning": tuning,
-            "held_out": held,
+            "tuning": tuning.to_json(),
+            "held_out": held.to_json(),
             "noise": noise,
         }
         self.write_loop()
@@ -931,9 +933,9 @@ class _Loop:
             reason=comparison.reason,
             result=f"results/{name}",
             compared_with=self.kept_label,
-            tuning=comparison.tuning,
-            held_out=comparison.held_out,
-            cost=comparison.cost,
+            tuning=comparison.tuning.to_json(),
+            held_out=comparison.held_out.to_json(),
+            cost=None if comparison.cost is None else comparison.cost.to_json(),
         )
         if comparison.kept:
             self.kept_files = proposed
@@ -991,7 +993,7 @@ class _Loop:
                         with_rows=False,
                     )
                     step["stalled"] = True
-                    step["stall"] = stall
+                    step["stall"] = stall.to_json()
             self.steps.append(step)
             self.write_loop()
             on_line(step_line(step))
@@ -999,7 +1001,7 @@ class _Loop:
                 self.status_reason = "stopped_below_noise"
                 break
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> HillclimbReport:
         config = self.config
         restore_allowed(self.workspace, config.allow, self.kept_files)
         harness = [
@@ -1017,7 +1019,7 @@ class _Loop:
         )
         params = hillclimb_params(
             self.options,
-            report["format"],
+            report.format,
             config.threshold,
             labels,
             [f"results/{result_file(name)}" for name in labels],
@@ -1028,8 +1030,8 @@ class _Loop:
         self.status = "complete"
         self.extra.update(
             kept=self.kept_label,
-            recommendation=report["recommendation"],
-            merge_recommended=report["merge_recommended"],
+            recommendation=report.recommendation,
+            merge_recommended=report.merge_recommended,
         )
         self.write_loop()
         return report
@@ -1076,7 +1078,7 @@ def run_hillclimb_loop(
         output=output,
         status_reason=loop.status_reason,
         kept=loop.kept_label,
-        recommendation=str(report["recommendation"]),
-        merge_recommended=bool(report["merge_recommended"]),
+        recommendation=report.recommendation,
+        merge_recommended=report.merge_recommended,
         steps=loop.steps,
     )

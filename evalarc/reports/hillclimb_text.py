@@ -1,4 +1,5 @@
-"""Render a hillclimb review (the hillclimb.json object) as terminal lines and as summary.md.
+"""Render a hillclimb review (:class:`evalarc.review.hillclimb_model.HillclimbReport`) as
+terminal lines and as summary.md.
 
 Both read only the report, so what a reader sees is what ``verify`` recomputes. Labels, case ids
 and hit texts come from result files and are untrusted: Markdown puts them in escaped code spans
@@ -7,10 +8,18 @@ and terminal lines fold control characters away.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from evalarc.reports.diff_text import escape_md_prose, md_code
-from evalarc.review.stats import rounded_interval
+from evalarc.review.hillclimb import (
+    category_text,
+    fraction,
+    interval_text,
+    percent,
+    points,
+    ratio_text,
+)
+from evalarc.review.hillclimb_model import HillclimbReport, Leakage, Stall, Step
 
 MAX_MARKDOWN_STEPS = 50
 MAX_MARKDOWN_HITS = 20
@@ -23,92 +32,64 @@ def _safe(value: object) -> str:
     return "".join(" " if ord(char) < 32 or ord(char) == 127 else char for char in str(value))
 
 
-def points(delta: float | None) -> str:
-    """A pass-rate change in signed percentage points, one decimal (``+20.8 pp``)."""
-    return "n/a" if delta is None else f"{delta * 100:+.1f} pp"
-
-
-def percent(rate: float | None) -> str:
-    return "—" if rate is None else f"{rate * 100:.1f}%"
-
-
-def ratio_text(cost: dict[str, Any] | None) -> str:
-    return "—" if cost is None else f"{cost['ratio']:.3f}"
-
-
-def fraction(side: dict[str, Any]) -> str:
-    return f"{side['passed']}/{side['assessed']}"
-
-
-def interval_text(side: dict[str, Any]) -> str:
-    interval = rounded_interval(int(side["passed"]), int(side["assessed"]))
-    return "—" if interval is None else f"{interval[0]:.3f}–{interval[1]:.3f}"
-
-
-def category_text(categories: dict[str, int]) -> str:
-    if not categories:
-        return "none"
-    return ", ".join(f"{name.replace('_', ' ')} {count}" for name, count in categories.items())
-
-
 # -- terminal ---------------------------------------------------------------------------------
 
 
-def step_line(step: dict[str, Any]) -> str:
-    cost = step["cost"]
-    cost_part = f", cost {cost['ratio']:.3f}x" if cost is not None else ""
+def step_line(step: Step) -> str:
+    cost = step.cost
+    cost_part = f", cost {cost.ratio:.3f}x" if cost is not None else ""
     line = (
-        f"  {step['index']}. {_safe(step['label'])}: {step['decision']} (tuning "
-        f"{points(step['tuning']['delta'])}, held out {points(step['held_out']['delta'])}"
+        f"  {step.index}. {_safe(step.label)}: {step.decision} (tuning "
+        f"{points(step.tuning.delta)}, held out {points(step.held_out.delta)}"
         f"{cost_part})"
     )
-    if step.get("stalled"):
+    if step.stalled:
         line += " — stalled"
     return line
 
 
-def stall_line(stall: dict[str, Any]) -> str:
-    headroom = stall["tuning_headroom"]
-    below = " (below the baseline's noise)" if stall["headroom_below_noise"] else ""
+def stall_line(stall: Stall) -> str:
+    headroom = stall.tuning_headroom
+    below = " (below the baseline's noise)" if stall.headroom_below_noise else ""
     return (
-        f"  Stall after step {stall['after_step']} (kept {_safe(stall['kept'])}): "
-        f"{stall['remaining_tuning_failures']} tuning case(s) still failing "
-        f"[{category_text(stall['categories'])}]; tuning headroom {percent(headroom)}{below}. "
-        f"{stall['advice']}"
+        f"  Stall after step {stall.after_step} (kept {_safe(stall.kept)}): "
+        f"{stall.remaining_tuning_failures} tuning case(s) still failing "
+        f"[{category_text(stall.categories)}]; tuning headroom {percent(headroom)}{below}. "
+        f"{stall.advice}"
     )
 
 
-def final_line(report: dict[str, Any]) -> str:
-    final = report["final"]
-    held = final["held_out"]
+def final_line(report: HillclimbReport) -> str:
+    final = report.final
+    held = final.held_out
     line = (
-        f"Final kept: {_safe(final['label'])} | held out {percent(held['baseline']['pass_rate'])}"
-        f" -> {percent(held['current']['pass_rate'])}"
+        f"Final kept: {_safe(final.label)} | held out {percent(held.baseline.pass_rate)}"
+        f" -> {percent(held.current.pass_rate)}"
     )
-    if held["within_sampling_noise"]:
+    if held.within_sampling_noise:
         line += " (within noise)"
-    if final["cost"] is not None:
-        line += f" | cost ratio {final['cost']['ratio']:.3f}"
+    if final.cost is not None:
+        line += f" | cost ratio {final.cost.ratio:.3f}"
     return line
 
 
-def terminal_lines(report: dict[str, Any], output_dir: str | None) -> list[str]:
+def terminal_lines(report: HillclimbReport, output_dir: str | None) -> list[str]:
     """What ``evalarc hillclimb-review`` prints (one string per line, no newlines inside)."""
-    lines = [_safe(note) for note in report["notes"]]
-    lines.extend(step_line(step) for step in report["steps"])
-    lines.extend(stall_line(stall) for stall in report["stalls"])
+    lines = [_safe(note) for note in report.notes]
+    lines.extend(step_line(step) for step in report.steps)
+    lines.extend(stall_line(stall) for stall in report.stalls)
     lines.append(final_line(report))
-    leakage = report["leakage"]
+    leakage = report.leakage
     if leakage is not None:
-        hits = leakage["hits"]
+        hits = leakage.hits
         line = f"Harness leakage: {len(hits)} hit(s)"
-        if leakage["held_out_hits"]:
-            line += f", {leakage['held_out_hits']} from held-out cases"
+        if leakage.held_out_hits:
+            line += f", {leakage.held_out_hits} from held-out cases"
         lines.append(line)
         for hit in hits[:MAX_TERMINAL_HITS]:
-            where = "?" if hit["line"] is None else str(hit["line"])
-            lines.append(f"  {_safe(hit['file'])}:{where} {hit['role']} of {_safe(hit['case_id'])}")
-    lines.append(f"Recommendation: {report['recommendation']} — {report['recommendation_text']}")
+            where = "?" if hit.line is None else str(hit.line)
+            lines.append(f"  {_safe(hit.file)}:{where} {hit.role} of {_safe(hit.case_id)}")
+    lines.append(f"Recommendation: {report.recommendation} — {report.recommendation_text}")
     if output_dir is not None:
         lines.append(f"Report: {_safe(output_dir.rstrip('/') or '/')}/index.html")
     return lines
@@ -117,41 +98,41 @@ def terminal_lines(report: dict[str, Any], output_dir: str | None) -> list[str]:
 # -- Markdown ---------------------------------------------------------------------------------
 
 
-def markdown_summary(report: dict[str, Any]) -> str:
+def markdown_summary(report: HillclimbReport) -> str:
     """summary.md: recommendation heading, steps table, held-out baseline vs final, stalls,
     leakage and the scope."""
-    split = report["split"]
+    split = report.split
     blocks = [
-        f"### EvalArc hillclimb review: {md_code(report['recommendation'])}",
-        escape_md_prose(report["recommendation_text"]),
-        f"Objective: **{report['objective']}** · {split['tuning_cases']} tuning case(s) · "
-        f"{len(split['held_out_cases'])} held-out case(s) · {len(report['steps'])} step(s) "
-        f"after the baseline {md_code(report['baseline']['label'])}",
+        f"### EvalArc hillclimb review: {md_code(report.recommendation)}",
+        escape_md_prose(report.recommendation_text),
+        f"Objective: **{report.objective}** · {split.tuning_cases} tuning case(s) · "
+        f"{len(split.held_out_cases)} held-out case(s) · {len(report.steps)} step(s) "
+        f"after the baseline {md_code(report.baseline.label)}",
     ]
-    if report["notes"]:
-        blocks.append("\n>\n".join(f"> {escape_md_prose(note)}" for note in report["notes"]))
-    if report["steps"]:
-        blocks.append(_steps_table(report["steps"]))
+    if report.notes:
+        blocks.append("\n>\n".join(f"> {escape_md_prose(note)}" for note in report.notes))
+    if report.steps:
+        blocks.append(_steps_table(report.steps))
     blocks.append(_final_section(report))
-    if report["stalls"]:
-        blocks.append(_stalls_section(report["stalls"]))
-    if report["leakage"] is not None:
-        blocks.append(_leakage_section(report["leakage"]))
-    blocks.append(f"<sub>{escape_md_prose(report['scope'])}</sub>")
+    if report.stalls:
+        blocks.append(_stalls_section(report.stalls))
+    if report.leakage is not None:
+        blocks.append(_leakage_section(report.leakage))
+    blocks.append(f"<sub>{escape_md_prose(report.scope)}</sub>")
     return "\n\n".join(blocks) + "\n"
 
 
-def _steps_table(steps: list[dict[str, Any]]) -> str:
+def _steps_table(steps: Sequence[Step]) -> str:
     rows = [
         "| Step | Compared with | Tuning | Held out | Cost ratio | Decision |",
         "| --- | --- | ---: | ---: | ---: | --- |",
     ]
     for step in steps[:MAX_MARKDOWN_STEPS]:
-        decision = step["decision"] + (" (stalled)" if step.get("stalled") else "")
+        decision = step.decision + (" (stalled)" if step.stalled else "")
         rows.append(
-            f"| {step['index']}. {md_code(step['label'])} | {md_code(step['compared_with'])} | "
-            f"{points(step['tuning']['delta'])} | {points(step['held_out']['delta'])} | "
-            f"{ratio_text(step['cost'])} | {decision} |"
+            f"| {step.index}. {md_code(step.label)} | {md_code(step.compared_with)} | "
+            f"{points(step.tuning.delta)} | {points(step.held_out.delta)} | "
+            f"{ratio_text(step.cost)} | {decision} |"
         )
     table = "\n".join(rows)
     hidden = len(steps) - MAX_MARKDOWN_STEPS
@@ -160,58 +141,57 @@ def _steps_table(steps: list[dict[str, Any]]) -> str:
     return table
 
 
-def _final_section(report: dict[str, Any]) -> str:
-    final = report["final"]
+def _final_section(report: HillclimbReport) -> str:
+    final = report.final
     rows = [
-        f"| | Baseline {md_code(report['baseline']['label'])} | Final {md_code(final['label'])} |",
+        f"| | Baseline {md_code(report.baseline.label)} | Final {md_code(final.label)} |",
         "| --- | ---: | ---: |",
     ]
-    for key, name in (("held_out", "Held out"), ("tuning", "Tuning")):
-        part = final[key]
+    for part, name in ((final.held_out, "Held out"), (final.tuning, "Tuning")):
         rows.append(
-            f"| {name} | {percent(part['baseline']['pass_rate'])} ({fraction(part['baseline'])}) "
-            f"| {percent(part['current']['pass_rate'])} ({fraction(part['current'])}) |"
+            f"| {name} | {percent(part.baseline.pass_rate)} ({fraction(part.baseline)}) "
+            f"| {percent(part.current.pass_rate)} ({fraction(part.current)}) |"
         )
-        if key == "held_out":
+        if part is final.held_out:
             rows.append(
-                f"| Held-out 95% interval | {interval_text(part['baseline'])} | "
-                f"{interval_text(part['current'])} |"
+                f"| Held-out 95% interval | {interval_text(part.baseline)} | "
+                f"{interval_text(part.current)} |"
             )
-    held = final["held_out"]
-    noise = "within sampling noise" if held["within_sampling_noise"] else "beyond sampling noise"
+    held = final.held_out
+    noise = "within sampling noise" if held.within_sampling_noise else "beyond sampling noise"
     facts = [
-        f"Held-out change {points(held['delta'])} ({noise})",
-        f"held-out blocking changes: {final['held_out_blocking_changes']}",
+        f"Held-out change {points(held.delta)} ({noise})",
+        f"held-out blocking changes: {final.held_out_blocking_changes}",
     ]
-    if final["cost"] is not None:
-        facts.append(f"{md_code(final['cost']['metric'])} ratio {final['cost']['ratio']:.3f}")
+    if final.cost is not None:
+        facts.append(f"{md_code(final.cost.metric)} ratio {final.cost.ratio:.3f}")
     return "\n\n".join(
         ["#### Held out: baseline vs final kept", "\n".join(rows), " · ".join(facts) + "."]
     )
 
 
-def _stalls_section(stalls: list[dict[str, Any]]) -> str:
+def _stalls_section(stalls: Sequence[Stall]) -> str:
     items = []
     for stall in stalls:
-        below = ", below the baseline's noise" if stall["headroom_below_noise"] else ""
+        below = ", below the baseline's noise" if stall.headroom_below_noise else ""
         items.append(
-            f"- After step {stall['after_step']} (kept {md_code(stall['kept'])}): "
-            f"{stall['remaining_tuning_failures']} tuning case(s) still failing "
-            f"({category_text(stall['categories'])}); tuning headroom "
-            f"{percent(stall['tuning_headroom'])}{below}. {escape_md_prose(stall['advice'])}"
+            f"- After step {stall.after_step} (kept {md_code(stall.kept)}): "
+            f"{stall.remaining_tuning_failures} tuning case(s) still failing "
+            f"({category_text(stall.categories)}); tuning headroom "
+            f"{percent(stall.tuning_headroom)}{below}. {escape_md_prose(stall.advice)}"
         )
     return "#### Stalls\n\n" + "\n".join(items)
 
 
-def _leakage_section(leakage: dict[str, Any]) -> str:
-    hits = leakage["hits"]
+def _leakage_section(leakage: Leakage) -> str:
+    hits = leakage.hits
     heading = f"#### Harness leakage: {len(hits)} hit(s)"
-    if leakage["held_out_hits"]:
-        heading += f", {leakage['held_out_hits']} from held-out cases"
+    if leakage.held_out_hits:
+        heading += f", {leakage.held_out_hits} from held-out cases"
     blocks = [
         heading,
-        f"Scanned {len(leakage['files_scanned'])} file(s) for {leakage['materials_considered']} "
-        f"case text(s) of at least {leakage['min_chars']} characters.",
+        f"Scanned {len(leakage.files_scanned)} file(s) for {leakage.materials_considered} "
+        f"case text(s) of at least {leakage.min_chars} characters.",
     ]
     if hits:
         rows = [
@@ -219,17 +199,17 @@ def _leakage_section(leakage: dict[str, Any]) -> str:
             "| --- | ---: | --- | --- | --- | --- |",
         ]
         for hit in hits[:MAX_MARKDOWN_HITS]:
-            line = "—" if hit["line"] is None else str(hit["line"])
-            partition = "—" if hit["partition"] is None else hit["partition"].replace("_", " ")
-            text = hit["text"]
+            line = "—" if hit.line is None else str(hit.line)
+            partition = "—" if hit.partition is None else hit.partition.replace("_", " ")
+            text = hit.text
             if len(text) > _HIT_TEXT:
                 text = text[:_HIT_TEXT] + "…"
             rows.append(
-                f"| {md_code(hit['file'])} | {line} | {md_code(hit['case_id'])} | {partition} | "
-                f"{hit['role']} | {md_code(text)} |"
+                f"| {md_code(hit.file)} | {line} | {md_code(hit.case_id)} | {partition} | "
+                f"{hit.role} | {md_code(text)} |"
             )
         blocks.append("\n".join(rows))
         if len(hits) > MAX_MARKDOWN_HITS:
             blocks.append(f"{len(hits) - MAX_MARKDOWN_HITS} more hit(s) are in `hillclimb.json`.")
-    blocks.append(f"<sub>{escape_md_prose(leakage['scope'])}</sub>")
+    blocks.append(f"<sub>{escape_md_prose(leakage.scope)}</sub>")
     return "\n\n".join(blocks)

@@ -30,9 +30,10 @@ from evalarc.pages.view import PageView
 from evalarc.reports.kind import ReportKind, write_page
 from evalarc.review.trajectory import (
     TRAJECTORY_SCHEMA,
-    check_budget,
+    TrajectoryOptions,
     trajectory_from_document,
 )
+from evalarc.review.trajectory_model import TrajectoryReport
 
 KIND_NAME = "trajectory"
 REPORT_FILE = "trajectory.json"
@@ -50,34 +51,35 @@ def read_checkpoints(path: Path) -> tuple[JSONValue, Source]:
 
 def run_trajectory(
     checkpoints: Path, budget_seconds: float, output: Path | None = None
-) -> dict[str, Any]:
+) -> TrajectoryReport:
     """Validate the budget, read and check every checkpoint, compute the report and, with
     ``output``, publish the report folder (nothing is written when anything is refused)."""
-    budget = check_budget(budget_seconds)
+    options = TrajectoryOptions(budget_seconds)
     document, source = read_checkpoints(checkpoints)
-    report = trajectory_from_document(document, budget, source)
+    report = trajectory_from_document(document, options.budget_seconds, source)
     if output is not None:
         write_trajectory_folder(output, checkpoints, source, report)
     return report
 
 
-def _params(report: dict[str, Any]) -> dict[str, JSONValue]:
+def _params(report: TrajectoryReport) -> dict[str, JSONValue]:
+    options = TrajectoryOptions(report.budget_seconds)
     return params_document(
-        KIND_NAME,
-        {"budget_seconds": report["budget_seconds"], "inputs": [{"file": CHECKPOINTS_FILE}]},
+        KIND_NAME, {**options.to_params(), "inputs": [{"file": CHECKPOINTS_FILE}]}
     )
 
 
 def write_trajectory_folder(
-    output: Path, checkpoints: Path, source: Source, report: dict[str, Any]
+    output: Path, checkpoints: Path, source: Source, report: TrajectoryReport
 ) -> None:
     """Publish the trajectory report folder atomically (see :mod:`evalarc.bundle`)."""
     params = _params(report)
+    recorded = report.to_json()
     with staged_folder(output) as folder:
         copy_verified(checkpoints, folder / CHECKPOINTS_FILE, source.sha256)
         write_json(folder / PARAMS_FILE, params)
-        write_json(folder / REPORT_FILE, report)
-        write_page(folder, KIND, params, report)
+        write_json(folder / REPORT_FILE, recorded)
+        write_page(folder, KIND, params, recorded)
 
 
 def recompute_trajectory_folder(
@@ -89,10 +91,7 @@ def recompute_trajectory_folder(
     inputs = params.get("inputs")
     if inputs != [{"file": CHECKPOINTS_FILE}]:
         raise VerificationError(f"{PARAMS_FILE} must list {CHECKPOINTS_FILE} as the one input")
-    try:
-        budget = check_budget(params.get("budget_seconds"))
-    except EvalArcError as error:
-        raise VerificationError(f"{PARAMS_FILE}: {error.message}") from None
+    options = TrajectoryOptions.from_params(params, PARAMS_FILE)
     data = folder.read_bytes(CHECKPOINTS_FILE, limit=MAX_CHECKPOINTS_BYTES)
     recorded_source = recorded.get("source")
     if not isinstance(recorded_source, dict) or not isinstance(recorded_source.get("name"), str):
@@ -102,19 +101,21 @@ def recompute_trajectory_folder(
     source = Source(recorded_source["name"], folder.files[CHECKPOINTS_FILE].sha256)
     try:
         document = parse_json_input(data, CHECKPOINTS_FILE)
-        return trajectory_from_document(document, budget, source)
+        report = trajectory_from_document(document, options.budget_seconds, source)
     except EvalArcError as error:
         raise VerificationError(
             f"{CHECKPOINTS_FILE} no longer passes validation: {error.message}"
         ) from None
+    return report.to_json()
 
 
-def trajectory_summary(report: dict[str, Any]) -> dict[str, Any]:
+def trajectory_summary(recorded: dict[str, Any]) -> dict[str, Any]:
     """What ``verify`` says about a trajectory: it is valid, so it passed; and its area."""
+    report = TrajectoryReport.from_json(recorded, REPORT_FILE)
     return {
         "passed": True,
-        "normalized_score_area": report.get("normalized_score_area"),
-        "checkpoint_count": report.get("checkpoint_count"),
+        "normalized_score_area": report.normalized_score_area,
+        "checkpoint_count": report.checkpoint_count,
     }
 
 
@@ -126,10 +127,10 @@ def derived_trajectory_files(
     return {}
 
 
-def page_view(folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]) -> PageView:
+def page_view(folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]) -> PageView:
     from evalarc.pages.trajectory import build_trajectory_page
 
-    page = build_trajectory_page(report)
+    page = build_trajectory_page(TrajectoryReport.from_json(recorded, REPORT_FILE))
     return PageView("trajectory.html.j2", "Score trajectory", page.verdict, page)
 
 

@@ -29,6 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalarc.formats.model import Run, SampleMeta
+from evalarc.review.diff_model import (
+    ChangeCluster,
+    ChangeGroups,
+    ChangeRow,
+    ClusterMember,
+    PresenceChange,
+)
 
 GROUPS_NOTE = (
     "Clusters group blocking changes by a shared failure signature (output shape, error or "
@@ -47,15 +54,6 @@ _SPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
-class Member:
-    case_id: str
-    check: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"case_id": self.case_id, "check": self.check}
-
-
-@dataclass(frozen=True)
 class Signature:
     """Why one blocking row failed, as a short shared phrase."""
 
@@ -69,32 +67,7 @@ class Cluster:
     signature: Signature
     kind: str
     """The members' change kind when they share one, else ``mixed``."""
-    members: tuple[Member, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "signature": self.signature.text,
-            "basis": self.signature.basis,
-            "kind": self.kind,
-            "count": len(self.members),
-            "members": [member.to_json() for member in self.members],
-        }
-
-
-@dataclass(frozen=True)
-class Presence:
-    """A check, provider or case recorded on one side only."""
-
-    what: str
-    """``check``, ``provider`` or ``case``."""
-    name: str
-    side: str
-    """``vanished`` (baseline only) or ``appeared`` (current only)."""
-    rows: int
-    """Change rows it accounts for."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"what": self.what, "name": self.name, "side": self.side, "rows": self.rows}
+    members: tuple[ClusterMember, ...]
 
 
 # --------------------------------------------------------------------------- signatures
@@ -175,21 +148,21 @@ def _outputs(samples: Sequence[SampleMeta], check: str, failing_only: bool) -> l
     return texts
 
 
-def _failure_texts(row: dict[str, Any]) -> list[str]:
+def _failure_texts(row: ChangeRow) -> list[str]:
     texts: list[str] = []
-    for attempt in row.get("current_detail") or []:
-        if attempt.get("passed") is True:
+    for attempt in row.detail("current"):
+        if attempt.passed is True:
             continue
-        evidence = attempt.get("evidence")
-        if isinstance(evidence, str) and evidence.strip():
+        evidence = attempt.evidence
+        if evidence is not None and evidence.strip():
             texts.append(evidence)
     return texts
 
 
-def signature_of(row: dict[str, Any], baseline: Run, current: Run) -> Signature:
+def signature_of(row: ChangeRow, baseline: Run, current: Run) -> Signature:
     """The one signature of a blocking change row (see the module docstring)."""
-    kind = str(row["kind"])
-    case_id, check = str(row["case_id"]), str(row["check"])
+    kind = row.kind
+    case_id, check = row.case_id, row.check
     if kind == "removed":
         return Signature("kind", "check no longer recorded")
     outputs = _outputs(current.samples.get(case_id, ()), check, failing_only=True)
@@ -207,17 +180,17 @@ def signature_of(row: dict[str, Any], baseline: Run, current: Run) -> Signature:
 
 
 def cluster_changes(
-    rows: Iterable[dict[str, Any]], baseline: Run, current: Run, blocking_kinds: Sequence[str]
+    rows: Iterable[ChangeRow], baseline: Run, current: Run, blocking_kinds: Sequence[str]
 ) -> list[Cluster]:
     """Blocking rows grouped by signature: largest cluster first, then by signature text;
     members in row order."""
-    grouped: dict[Signature, list[tuple[Member, str]]] = {}
+    grouped: dict[Signature, list[tuple[ClusterMember, str]]] = {}
     for row in rows:
-        if row["kind"] not in blocking_kinds:
+        if row.kind not in blocking_kinds:
             continue
         signature = signature_of(row, baseline, current)
-        member = Member(str(row["case_id"]), str(row["check"]))
-        grouped.setdefault(signature, []).append((member, str(row["kind"])))
+        member = ClusterMember(row.case_id, row.check)
+        grouped.setdefault(signature, []).append((member, row.kind))
     clusters = []
     for signature, entries in grouped.items():
         kinds = {kind for _, kind in entries}
@@ -246,23 +219,25 @@ def _providers_of(run: Run) -> list[str]:
     return sorted({str(name) for name in providers})
 
 
-def presence_changes(rows: Sequence[dict[str, Any]], baseline: Run, current: Run) -> list[Presence]:
+def presence_changes(
+    rows: Sequence[ChangeRow], baseline: Run, current: Run
+) -> list[PresenceChange]:
     """Checks, providers and cases recorded on one side only, with the rows each accounts for."""
-    found: list[Presence] = []
+    found: list[PresenceChange] = []
     # One pass over the rows: counting per name by rescanning them made a file of many
     # one-sided cases quadratic (450,000 removed cases: hours).
     by_check: Counter[tuple[str, str]] = Counter()
     by_case: Counter[tuple[str, str]] = Counter()
     for row in rows:
-        if row["kind"] in ("removed", "added"):
-            by_check[(row["kind"], row["check"])] += 1
-            by_case[(row["kind"], row["case_id"])] += 1
+        if row.kind in ("removed", "added"):
+            by_check[(row.kind, row.check)] += 1
+            by_case[(row.kind, row.case_id)] += 1
     base_checks, cur_checks = _checks_of(baseline), _checks_of(current)
     sided = (("vanished", "removed"), ("appeared", "added"))
     for side, kind in sided:
         only = base_checks - cur_checks if side == "vanished" else cur_checks - base_checks
         for name in sorted(only):
-            found.append(Presence("check", name, side, by_check[(kind, name)]))
+            found.append(PresenceChange("check", name, side, by_check[(kind, name)]))
     base_providers, cur_providers = _providers_of(baseline), _providers_of(current)
     for side, names in (
         ("vanished", sorted(set(base_providers) - set(cur_providers))),
@@ -271,28 +246,34 @@ def presence_changes(rows: Sequence[dict[str, Any]], baseline: Run, current: Run
         for name in names:
             kind = "removed" if side == "vanished" else "added"
             suffix = f" · {name}"
-            count = sum(
-                1 for row in rows if row["kind"] == kind and str(row["case_id"]).endswith(suffix)
-            )
-            found.append(Presence("provider", name, side, count))
+            count = sum(1 for row in rows if row.kind == kind and row.case_id.endswith(suffix))
+            found.append(PresenceChange("provider", name, side, count))
     for side, kind in sided:
         mine = baseline.cases if side == "vanished" else current.cases
         other = current.cases if side == "vanished" else baseline.cases
         for case_id in sorted(mine.keys() - other.keys()):
-            found.append(Presence("case", case_id, side, by_case[(kind, case_id)]))
+            found.append(PresenceChange("case", case_id, side, by_case[(kind, case_id)]))
     return found
 
 
 def change_groups(
-    rows: Sequence[dict[str, Any]], baseline: Run, current: Run, blocking_kinds: Sequence[str]
-) -> dict[str, Any]:
-    """The ``groups`` object of diff.json."""
+    rows: Sequence[ChangeRow], baseline: Run, current: Run, blocking_kinds: Sequence[str]
+) -> ChangeGroups:
+    """The ``groups`` block of diff.json."""
     clusters = cluster_changes(rows, baseline, current, blocking_kinds)
-    blocking = sum(len(cluster.members) for cluster in clusters)
-    return {
-        "blocking_checks": blocking,
-        "causes": len(clusters),
-        "clusters": [cluster.to_json() for cluster in clusters],
-        "presence": [item.to_json() for item in presence_changes(rows, baseline, current)],
-        "note": GROUPS_NOTE,
-    }
+    return ChangeGroups(
+        blocking_checks=sum(len(cluster.members) for cluster in clusters),
+        causes=len(clusters),
+        clusters=tuple(
+            ChangeCluster(
+                signature=cluster.signature.text,
+                basis=cluster.signature.basis,
+                kind=cluster.kind,
+                count=len(cluster.members),
+                members=cluster.members,
+            )
+            for cluster in clusters
+        ),
+        presence=tuple(presence_changes(rows, baseline, current)),
+        note=GROUPS_NOTE,
+    )

@@ -2,7 +2,8 @@
 
 Every (case, check) pair in either run gets a tally per side; one classification rule list turns
 the two tallies into a change kind. The gate fails on any blocking kind and on any run that did
-not finish. This module is pure: it reads only the in-memory model and returns plain JSON.
+not finish. This module is pure: it reads only the in-memory model and returns the typed report
+(:class:`evalarc.review.diff_model.DiffReport`, whose ``to_json()`` is diff.json).
 """
 
 from __future__ import annotations
@@ -10,29 +11,41 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalarc import schemas
-from evalarc.errors import IncomparableError, InputError, UsageError
+from evalarc.canonical import JSONValue
+from evalarc.errors import IncomparableError, InputError, UsageError, VerificationError
 from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import Attempt, Run
 from evalarc.formats.promptfoo import align_matrix, matrix_sides
 from evalarc.formats.split import CaseSplit
 from evalarc.review.cluster import change_groups
+from evalarc.review.diff_model import BLOCKING_KINDS as BLOCKING_KINDS
+from evalarc.review.diff_model import DIFF_SCHEMA as DIFF_SCHEMA
+from evalarc.review.diff_model import KIND_ORDER as KIND_ORDER
+from evalarc.review.diff_model import NON_BLOCKING_KINDS as NON_BLOCKING_KINDS
+from evalarc.review.diff_model import (
+    AttemptDetail,
+    ChangeCounts,
+    ChangeRow,
+    CostGate,
+    DiffReport,
+    Generalization,
+    Leakage,
+    Matrix,
+    PassRate,
+    RunSummary,
+    SideTally,
+    Usage,
+)
 from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
 from evalarc.review.split import review_generalization
 from evalarc.review.stats import intervals_overlap, rounded_interval, wilson_interval
 from evalarc.review.usage import COST_METRIC_CHOICES, compare_usage, cost_gate
 
-DIFF_SCHEMA = schemas.RESULTS_DIFF
-
-BLOCKING_KINDS = ("regressed", "less_reliable", "unassessed", "less_covered", "removed")
-"""Change kinds that fail the gate, in reporting order."""
-
-NON_BLOCKING_KINDS = ("improved", "added")
-KIND_ORDER: tuple[str, ...] = BLOCKING_KINDS + NON_BLOCKING_KINDS
+REPORT_FILE = "diff.json"
 _KIND_RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}
 
 INTERPRETATION = (
@@ -74,6 +87,56 @@ class DiffOptions:
                 f"unknown --cost-metric {self.cost_metric!r}; use auto, cost, tokens or duration"
             )
 
+    def to_params(self) -> dict[str, JSONValue]:
+        """The options as params.json records them (in this order)."""
+        return {
+            "threshold": self.threshold,
+            "leak_min_chars": self.leak_min_chars,
+            "require_generalization": self.require_generalization,
+            "max_cost_ratio": self.max_cost_ratio,
+            "cost_metric": self.cost_metric,
+        }
+
+    @staticmethod
+    def from_params(params: Mapping[str, object], name: str) -> DiffOptions:
+        """The options recorded in ``params`` (read from the file ``name``), validated: a missing
+        or malformed option is refused in one line naming the file (VerificationError), an
+        out-of-range one like the command line's (UsageError)."""
+        threshold = _param_number(params, "threshold", name)
+        leak_min_chars = _param_number(params, "leak_min_chars", name)
+        if not isinstance(leak_min_chars, int):
+            if not leak_min_chars.is_integer():
+                raise VerificationError(f"{name} has a leak_min_chars that is not a whole number")
+            leak_min_chars = int(leak_min_chars)
+        require_generalization = params.get("require_generalization")
+        if not isinstance(require_generalization, bool):
+            raise VerificationError(f"{name} has no true or false require_generalization")
+        cost_metric = params.get("cost_metric")
+        if not isinstance(cost_metric, str):
+            raise VerificationError(f"{name} has no cost_metric")
+        options = DiffOptions(
+            threshold=threshold,
+            leak_min_chars=leak_min_chars,
+            require_generalization=require_generalization,
+            max_cost_ratio=None
+            if params.get("max_cost_ratio") is None
+            else _param_number(params, "max_cost_ratio", name),
+            cost_metric=cost_metric,
+        )
+        options.validate()
+        return options
+
+
+def _param_number(params: Mapping[str, object], key: str, name: str) -> float:
+    value = params.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise VerificationError(f"{name} has no numeric {key}")
+    try:
+        float(value)
+    except OverflowError:  # an integer written with hundreds of digits
+        raise VerificationError(f"{name} has a {key} beyond any number") from None
+    return value
+
 
 @dataclass(frozen=True, slots=True)
 class Tally:
@@ -91,8 +154,12 @@ class Tally:
     def coverage(self) -> int:
         return self.assessed if self.covered is None else self.covered
 
+    def counts(self) -> SideTally:
+        """The side as diff.json records it (``covered`` is not recorded)."""
+        return SideTally(self.passed, self.assessed, self.attempts)
+
     def to_json(self) -> dict[str, int]:
-        return {"passed": self.passed, "assessed": self.assessed, "attempts": self.attempts}
+        return self.counts().to_json()
 
 
 def tally(attempts: Sequence[Attempt]) -> Tally:
@@ -177,12 +244,16 @@ def same_output_different_verdict(*sides: Sequence[Attempt]) -> int:
     return sum(1 for seen in verdicts.values() if len(seen) == 2)
 
 
-def attempt_detail(attempts: Sequence[Attempt]) -> list[dict[str, Any]]:
+def _detail(attempt: Attempt) -> AttemptDetail:
+    return AttemptDetail(attempt.passed, attempt.value, attempt.evidence)
+
+
+def attempt_detail(attempts: Sequence[Attempt]) -> tuple[AttemptDetail, ...]:
     """The attempts a reader should look at: every non-passing one, else the first attempt."""
-    failing = [attempt.to_json() for attempt in attempts if attempt.passed is not True]
+    failing = tuple(_detail(attempt) for attempt in attempts if attempt.passed is not True)
     if failing:
         return failing
-    return [attempts[0].to_json()] if attempts else []
+    return (_detail(attempts[0]),) if attempts else ()
 
 
 def _change_row(
@@ -193,25 +264,18 @@ def _change_row(
     current: Sequence[Attempt] | None,
     baseline_tally: Tally | None,
     current_tally: Tally | None,
-) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "case_id": case_id,
-        "check": check,
-        "kind": kind,
-        "baseline": baseline_tally.to_json() if baseline_tally else None,
-    }
-    if baseline:
-        row["baseline_detail"] = attempt_detail(baseline)
-    row["current"] = current_tally.to_json() if current_tally else None
-    if current:
-        row["current_detail"] = attempt_detail(current)
-    noise = within_sampling_noise(baseline_tally, current_tally)
-    if noise is not None:
-        row["within_sampling_noise"] = noise
-    disagreements = same_output_different_verdict(baseline or (), current or ())
-    if disagreements > 0:
-        row["same_output_different_verdict"] = disagreements
-    return row
+) -> ChangeRow:
+    return ChangeRow(
+        case_id=case_id,
+        check=check,
+        kind=kind,
+        baseline=baseline_tally.counts() if baseline_tally else None,
+        baseline_detail=attempt_detail(baseline) if baseline else None,
+        current=current_tally.counts() if current_tally else None,
+        current_detail=attempt_detail(current) if current else None,
+        within_sampling_noise=within_sampling_noise(baseline_tally, current_tally),
+        same_output_different_verdict=same_output_different_verdict(baseline or (), current or ()),
+    )
 
 
 _DIGITS = re.compile(r"([0-9]+)")
@@ -233,11 +297,11 @@ def natural_sorted(items: Iterable[str]) -> list[str]:
     return sorted(listed, key=natural_key)
 
 
-def compare_checks(baseline: Run, current: Run) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def changed_checks(baseline: Run, current: Run) -> tuple[list[ChangeRow], dict[str, int]]:
     """Pair every (case, check) of both runs; return the listed change rows (sorted by kind
     order, then case and check in natural order) and the tally of every kind plus ``unchanged``."""
     counts = dict.fromkeys((*KIND_ORDER, "unchanged"), 0)
-    rows: list[dict[str, Any]] = []
+    rows: list[ChangeRow] = []
     empty: dict[str, list[Attempt]] = {}
     for case_id in natural_sorted(baseline.cases.keys() | current.cases.keys()):
         base_checks = baseline.cases.get(case_id, empty)
@@ -258,11 +322,19 @@ def compare_checks(baseline: Run, current: Run) -> tuple[list[dict[str, Any]], d
                 )
             )
     # Pairs were visited in (case, check) order, so a stable sort by kind rank is enough.
-    rows.sort(key=lambda row: _KIND_RANK[row["kind"]])
+    rows.sort(key=lambda row: _KIND_RANK[row.kind])
     return rows, counts
 
 
-def run_summary(run: Run) -> dict[str, Any]:
+def compare_checks(
+    baseline: Run, current: Run
+) -> tuple[list[dict[str, JSONValue]], dict[str, int]]:
+    """:func:`changed_checks` with each row as its diff.json object."""
+    rows, counts = changed_checks(baseline, current)
+    return [row.to_json() for row in rows], counts
+
+
+def run_summary(run: Run) -> RunSummary:
     """The per-side block of diff.json: where the run came from and its pooled pass rate."""
     passed = 0
     assessed = 0
@@ -273,21 +345,24 @@ def run_summary(run: Run) -> dict[str, Any]:
             side = tally(attempts)
             passed += side.passed
             assessed += side.assessed
-    return {
-        "source": run.source.to_json(),
-        "identity": _plain(run.identity),
-        "incomplete": run.incomplete,
-        "headline": run.headline.to_json() if run.headline is not None else None,
-        "cases": len(run.cases),
-        "checks": checks,
-        "check_pass_rate": {
-            "name": "passed check attempts",
-            "value": passed / assessed if assessed else None,
-            "passed": passed,
-            "assessed": assessed,
-            "interval_95": rounded_interval(passed, assessed),
-        },
-    }
+    interval = rounded_interval(passed, assessed)
+    identity = _plain(run.identity)
+    assert isinstance(identity, dict)
+    return RunSummary(
+        source=run.source,
+        identity=identity,
+        incomplete=run.incomplete,
+        headline=run.headline,
+        cases=len(run.cases),
+        checks=checks,
+        check_pass_rate=PassRate(
+            name="passed check attempts",
+            value=passed / assessed if assessed else None,
+            passed=passed,
+            assessed=assessed,
+            interval_95=(interval[0], interval[1]) if interval is not None else None,
+        ),
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -329,18 +404,7 @@ def prepare_runs(baseline: Run, current: Run) -> tuple[Run, Run]:
     return align_matrix(baseline, current)
 
 
-def _counts_json(counts: dict[str, int]) -> dict[str, int]:
-    """The ``counts`` object; ``less_covered`` appears only when it happened, so equal-coverage
-    comparisons keep the counts object of earlier releases."""
-    result: dict[str, int] = {}
-    for kind in (*KIND_ORDER, "unchanged"):
-        if kind == "less_covered" and counts[kind] == 0:
-            continue
-        result[kind] = counts[kind]
-    return result
-
-
-def compute_diff(
+def diff_report(
     baseline: Run,
     current: Run,
     options: DiffOptions,
@@ -348,8 +412,8 @@ def compute_diff(
     split: CaseSplit | None = None,
     harness: Sequence[HarnessFile] | None = None,
     created_at: str,
-) -> dict[str, Any]:
-    """The complete diff.json object for two runs, keys in schema order.
+) -> DiffReport:
+    """The diff report of two runs (``to_json()`` is the complete diff.json object).
 
     ``harness=None`` means no leakage scan was asked for; an empty sequence is a scan of zero
     files. Deterministic apart from ``created_at``; verify calls this same function.
@@ -362,68 +426,85 @@ def compute_diff(
     for run in (baseline, current):
         require_assessed(run)
 
-    rows, counts = compare_checks(baseline, current)
-    blocking = sum(1 for row in rows if row["kind"] in BLOCKING_KINDS)
-    blocking_noise = sum(
-        1 for row in rows if row["kind"] in BLOCKING_KINDS and row.get("within_sampling_noise")
-    )
-    disagreeing = sum(1 for row in rows if "same_output_different_verdict" in row)
+    rows, counts = changed_checks(baseline, current)
+    blocking = sum(1 for row in rows if row.blocking)
     baseline_incomplete = bool(baseline.incomplete)
     current_incomplete = bool(current.incomplete)
-
-    report: dict[str, Any] = {
-        "schema_version": DIFF_SCHEMA,
-        "created_at": created_at,
-        "format": baseline.format,
-        "baseline": run_summary(baseline),
-        "current": run_summary(current),
-        "counts": _counts_json(counts),
-        "numeric_pass_threshold": current.threshold,
-        "blocking_changes": blocking,
-        "blocking_changes_within_sampling_noise": blocking_noise,
-        "changes_with_same_output_different_verdict": disagreeing,
-    }
-    if baseline_incomplete:
-        report["baseline_incomplete"] = True
-    report["current_incomplete"] = current_incomplete
-    report["gate_passed"] = blocking == 0 and not current_incomplete and not baseline_incomplete
-    report["changes"] = rows
-    report["groups"] = change_groups(rows, baseline, current, BLOCKING_KINDS)
-    report["interpretation"] = INTERPRETATION
-    report["sampling_noise_note"] = SAMPLING_NOISE_NOTE
     matrix = matrix_sides(baseline, current)
-    if matrix is not None:
-        report["matrix"] = matrix
-    report["usage"] = compare_usage(baseline, current)
+    usage = compare_usage(baseline, current)
 
+    generalization: Generalization | None = None
     held_out: frozenset[str] | None = None
     if split is not None:
-        generalization = review_generalization(rows, baseline, current, split)
-        held_out = frozenset(generalization["split"]["held_out_cases"])
-        report["generalization"] = generalization
+        # The split review reads the rows as diff.json holds them (as hillclimb's steps do).
+        row_json = [row.to_json() for row in rows]
+        generalization = Generalization.from_json(
+            review_generalization(row_json, baseline, current, split), REPORT_FILE
+        )
+        held_out = frozenset(generalization.split.held_out_cases)
+    leakage: Leakage | None = None
     if harness is not None:
-        report["leakage"] = scan_leakage(
-            (baseline, current), harness, options.leak_min_chars, held_out
+        leakage = Leakage.from_json(
+            scan_leakage((baseline, current), harness, options.leak_min_chars, held_out),
+            REPORT_FILE,
         )
+    generalization_passed: bool | None = None
     if options.require_generalization:
-        leak_free = "leakage" not in report or report["leakage"]["held_out_hits"] == 0
-        report["generalization_required"] = True
-        report["generalization_passed"] = (
-            report["generalization"]["state"] == "generalizes" and leak_free
-        )
+        assert generalization is not None  # a split is required above
+        leak_free = leakage is None or leakage.held_out_hits == 0
+        generalization_passed = generalization.state == "generalizes" and leak_free
+    cost: CostGate | None = None
     if options.max_cost_ratio is not None:
-        report["cost_gate"] = cost_gate(
-            report["usage"], options.cost_metric, options.max_cost_ratio
+        cost = CostGate.from_json(
+            cost_gate(usage, options.cost_metric, options.max_cost_ratio), REPORT_FILE
         )
-    return report
+    return DiffReport(
+        schema_version=DIFF_SCHEMA,
+        created_at=created_at,
+        format=baseline.format,
+        baseline=run_summary(baseline),
+        current=run_summary(current),
+        counts=ChangeCounts.from_counts(counts),
+        numeric_pass_threshold=current.threshold,
+        blocking_changes=blocking,
+        blocking_changes_within_sampling_noise=sum(
+            1 for row in rows if row.blocking and row.within_sampling_noise
+        ),
+        changes_with_same_output_different_verdict=sum(
+            1 for row in rows if row.same_output_different_verdict > 0
+        ),
+        baseline_incomplete=baseline_incomplete,
+        current_incomplete=current_incomplete,
+        gate_passed=blocking == 0 and not current_incomplete and not baseline_incomplete,
+        changes=tuple(rows),
+        groups=change_groups(rows, baseline, current, BLOCKING_KINDS),
+        interpretation=INTERPRETATION,
+        sampling_noise_note=SAMPLING_NOISE_NOTE,
+        matrix=Matrix.from_json(matrix, REPORT_FILE) if matrix is not None else None,
+        usage=Usage.from_json(usage, REPORT_FILE),
+        generalization=generalization,
+        leakage=leakage,
+        generalization_passed=generalization_passed,
+        cost_gate=cost,
+    )
 
 
-def overall_passed(report: dict[str, Any]) -> bool:
-    """The exit-code decision: the quality gate AND any required generalization AND any cost
-    gate. (summary.md's heading and the Action's gate-passed use the quality gate alone.)"""
-    if not report.get("gate_passed", False):
-        return False
-    if not report.get("generalization_passed", True):
-        return False
-    cost = report.get("cost_gate")
-    return not (isinstance(cost, dict) and not cost.get("passed", False))
+def compute_diff(
+    baseline: Run,
+    current: Run,
+    options: DiffOptions,
+    *,
+    split: CaseSplit | None = None,
+    harness: Sequence[HarnessFile] | None = None,
+    created_at: str,
+) -> dict[str, JSONValue]:
+    """The complete diff.json object for two runs, keys in schema order: the JSON of
+    :func:`diff_report`."""
+    return diff_report(
+        baseline, current, options, split=split, harness=harness, created_at=created_at
+    ).to_json()
+
+
+def overall_passed(report: DiffReport) -> bool:
+    """The exit-code decision (see :attr:`DiffReport.passed`)."""
+    return report.passed

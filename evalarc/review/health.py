@@ -6,26 +6,41 @@ is the grader consistent, is the sample large enough to see the change being cha
 did the cases come from. :func:`compute_health` answers those questions from 1 to 20 result
 files of the same evaluation, all loaded into the shared model, and returns the complete
 ``health.json`` object. It is pure: no I/O, no clock (``created_at`` is passed in), so the command
-and ``evalarc verify`` get identical results from identical inputs.
+and ``evalarc verify`` get identical results from identical inputs. The report is typed
+(:class:`evalarc.review.health_model.HealthReport`); its ``to_json()`` is health.json.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalarc import schemas
-from evalarc.canonical import strict_loads
-from evalarc.errors import IncomparableError, UsageError
+from evalarc.canonical import JSONValue, strict_loads
+from evalarc.errors import IncomparableError, UsageError, VerificationError
 from evalarc.formats.manifest import CASE_SOURCES, REAL_SOURCES, CaseManifest, CaseRule
 from evalarc.formats.model import Attempt, Run
 from evalarc.review.diff import Tally, tally
+from evalarc.review.health_model import (
+    HEALTH_SCHEMA,
+    INFO,
+    WARNING,
+    CapabilityStep,
+    FindingItem,
+    Graders,
+    HealthReport,
+    Noise,
+    Plan,
+    Provenance,
+    RunSummary,
+    Size,
+    TriageEntry,
+)
+from evalarc.review.health_model import Finding as RecordedFinding
 from evalarc.review.manifest import assign_rules
 from evalarc.review.stats import WILSON_Z, intervals_overlap, rounded_interval, wilson_interval
 
-HEALTH_SCHEMA = schemas.EVAL_HEALTH
 MAX_INPUTS = 20
 MAX_PLAN = 1_000_000_000
 """The most attempts per case or configurations a planned run may name (more is a typo, and a
@@ -37,9 +52,6 @@ JUDGE_MIN_OUTPUTS = 10
 JUDGE_MAX_DISTINCT = 10
 MAX_FINDING_ITEMS = 1000
 """Items kept per finding in health.json; ``items_total`` gives the full count when cut."""
-
-WARNING = "warning"
-INFO = "info"
 
 FINDING_IDS: tuple[str, ...] = (
     "saturated",
@@ -61,17 +73,6 @@ FINDING_IDS: tuple[str, ...] = (
     "traffic_only",
 )
 """Every finding id, in the order findings are reported."""
-
-TRIAGE_CATEGORIES: tuple[str, ...] = (
-    "pipeline",
-    "truncated",
-    "grader_inconsistent",
-    "regressed",
-    "never_passes",
-    "variable",
-    "consistent_failure",
-)
-"""Failure triage categories; the first that applies to a failing case wins."""
 
 TRIAGE_NEXT_STEPS: dict[str, str] = {
     "pipeline": "Fix the harness or grader error first; the attempt never reached a verdict.",
@@ -138,36 +139,61 @@ class HealthOptions:
             if self.ordered and inputs < 2:
                 raise UsageError("--ordered needs at least two result files")
 
+    def to_params(self) -> dict[str, JSONValue]:
+        """The options as params.json records them."""
+        return {
+            "threshold": self.threshold,
+            "saturation": self.saturation,
+            "min_effect": self.min_effect,
+            "ordered": self.ordered,
+            "plan_attempts": self.plan_attempts,
+            "plan_configs": self.plan_configs,
+        }
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], name: str) -> HealthOptions:
+        """The options recorded in ``params`` (read from the file ``name``), type-checked;
+        ranges are checked by :meth:`validate` when the report is recomputed."""
+        threshold = _optional_number(params, "threshold", name)
+        saturation = _optional_number(params, "saturation", name)
+        if threshold is None or saturation is None:
+            raise VerificationError(f"{name} must record threshold and saturation")
+        ordered = params.get("ordered")
+        if not isinstance(ordered, bool):
+            raise VerificationError(f"{name} has a non-boolean ordered")
+        return cls(
+            threshold=threshold,
+            saturation=saturation,
+            min_effect=_optional_number(params, "min_effect", name),
+            ordered=ordered,
+            plan_attempts=_optional_count(params, "plan_attempts", name),
+            plan_configs=_optional_count(params, "plan_configs", name),
+        )
+
+
+def _optional_number(params: Mapping[str, Any], key: str, name: str) -> float | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise VerificationError(f"{name} has a non-numeric {key}")
+    try:
+        float(value)
+    except OverflowError:  # an integer written with hundreds of digits
+        raise VerificationError(f"{name} has a {key} beyond any number") from None
+    return value
+
+
+def _optional_count(params: Mapping[str, Any], key: str, name: str) -> int | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise VerificationError(f"{name} has a non-integer {key}")
+    return value
+
 
 # -- findings ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FindingItem:
-    """One (file, case, check) a finding points at, with its counts."""
-
-    case_id: str
-    check: str
-    passed: int
-    assessed: int
-    attempts: int
-    file: str | None = None
-    detail: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        if self.file is not None:
-            data["file"] = self.file
-        data.update(
-            case_id=self.case_id,
-            check=self.check,
-            passed=self.passed,
-            assessed=self.assessed,
-            attempts=self.attempts,
-        )
-        if self.detail is not None:
-            data["detail"] = self.detail
-        return data
 
 
 @dataclass(frozen=True)
@@ -183,15 +209,17 @@ class Finding:
     a resolvable change, the lowest delta (inversion) or a count of what it lists."""
     items: list[FindingItem] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": self.id, "severity": self.severity, "message": self.message}
-        if self.value is not None:
-            data["value"] = self.value
-        if self.items:
-            data["items"] = [item.to_json() for item in self.items[:MAX_FINDING_ITEMS]]
-            if len(self.items) > MAX_FINDING_ITEMS:
-                data["items_total"] = len(self.items)
-        return data
+    def recorded(self) -> RecordedFinding:
+        """The finding as health.json records it: at most MAX_FINDING_ITEMS items, with the
+        full count when the list was cut."""
+        return RecordedFinding(
+            id=self.id,
+            severity=self.severity,
+            message=self.message,
+            value=self.value,
+            items=tuple(self.items[:MAX_FINDING_ITEMS]),
+            items_total=len(self.items) if len(self.items) > MAX_FINDING_ITEMS else None,
+        )
 
 
 def _item(case_id: str, check: str, counts: Tally, file: str | None = None) -> FindingItem:
@@ -268,7 +296,7 @@ def _mean(total: float | None, reported: int) -> float | None:
     return total / reported if total is not None and reported else None
 
 
-def _run_summary(table: _RunTable) -> dict[str, Any]:
+def _run_summary(table: _RunTable) -> RunSummary:
     run = table.run
     passed = assessed = attempts = checks = repeated = max_attempts = 0
     for row in table.rows:
@@ -282,26 +310,27 @@ def _run_summary(table: _RunTable) -> dict[str, Any]:
     duration, duration_reported = _sum_usage(run, "duration_seconds")
     cost, cost_reported = _sum_usage(run, "cost_usd")
     truncated = sum(meta.truncated for metas in run.samples.values() for meta in metas)
-    return {
-        "source": run.source.to_json(),
-        "identity": dict(run.identity),
-        "incomplete": run.incomplete,
-        "cases": len(run.cases),
-        "checks": checks,
-        "repeated_checks": repeated,
-        "max_attempts": max_attempts,
-        "passed": passed,
-        "assessed": assessed,
-        "attempts": attempts,
-        "pass_rate": passed / assessed if assessed else None,
-        "interval_95": rounded_interval(passed, assessed),
-        "mean_duration_seconds": _mean(duration, duration_reported),
-        "mean_cost_usd": _mean(cost, cost_reported),
-        "total_duration_seconds": duration,
-        "total_cost_usd": cost,
-        "generate_config": dict(run.generate_config),
-        "truncated_attempts": truncated,
-    }
+    interval = rounded_interval(passed, assessed)
+    return RunSummary(
+        source=run.source,
+        identity=dict(run.identity),
+        incomplete=run.incomplete,
+        cases=len(run.cases),
+        checks=checks,
+        repeated_checks=repeated,
+        max_attempts=max_attempts,
+        passed=passed,
+        assessed=assessed,
+        attempts=attempts,
+        pass_rate=passed / assessed if assessed else None,
+        interval_95=None if interval is None else (interval[0], interval[1]),
+        mean_duration_seconds=_mean(duration, duration_reported),
+        mean_cost_usd=_mean(cost, cost_reported),
+        total_duration_seconds=duration,
+        total_cost_usd=cost,
+        generate_config=dict(run.generate_config),
+        truncated_attempts=truncated,
+    )
 
 
 # -- sampling noise ---------------------------------------------------------------------------
@@ -331,26 +360,29 @@ def attempts_for_effect(passed: int, assessed: int, min_effect: float) -> int:
     return math.ceil((2.0 * WILSON_Z) ** 2 * rate * (1.0 - rate) / (min_effect * min_effect))
 
 
-def noise_review(passed: int, assessed: int, min_effect: float | None) -> dict[str, Any]:
-    """The ``noise`` object for one run's pooled counts."""
-    result: dict[str, Any] = {
-        "assessed_attempts": assessed,
-        "pass_rate": passed / assessed if assessed else None,
-        "resolvable_change": resolvable_change(passed, assessed),
-    }
-    if min_effect is not None:
-        result["attempts_for_min_effect"] = attempts_for_effect(passed, assessed, min_effect)
-    return result
+def noise_review(passed: int, assessed: int, min_effect: float | None) -> Noise:
+    """The ``noise`` part for one run's pooled counts."""
+    return Noise(
+        assessed_attempts=assessed,
+        pass_rate=passed / assessed if assessed else None,
+        resolvable_change=resolvable_change(passed, assessed),
+        attempts_for_min_effect=None
+        if min_effect is None
+        else attempts_for_effect(passed, assessed, min_effect),
+    )
 
 
 # -- the individual findings ------------------------------------------------------------------
 
 
 def _saturated(
-    runs: Sequence[Run], summaries: list[dict[str, Any]], saturation: float
+    runs: Sequence[Run], summaries: list[RunSummary], saturation: float
 ) -> list[Finding]:
-    rated = [(s["pass_rate"], run.source.name) for run, s in zip(runs, summaries, strict=True)]
-    rated = [(rate, name) for rate, name in rated if rate is not None]
+    rated = [
+        (s.pass_rate, run.source.name)
+        for run, s in zip(runs, summaries, strict=True)
+        if s.pass_rate is not None
+    ]
     if not rated:
         return []
     best_rate, best_name = max(rated, key=lambda pair: pair[0])
@@ -405,14 +437,14 @@ def _always_failing(pooled: dict[tuple[str, str], Tally], files: int) -> list[Fi
     ]
 
 
-def _flaky(tables: Sequence[_RunTable], summaries: list[dict[str, Any]]) -> list[Finding]:
+def _flaky(tables: Sequence[_RunTable], summaries: list[RunSummary]) -> list[Finding]:
     items = [
         _item(row.case_id, row.check, row.counts, table.name)
         for table in tables
         for row in table.rows
         if 0 < row.counts.passed < row.counts.assessed
     ]
-    repeated = sum(int(s["repeated_checks"]) for s in summaries)
+    repeated = sum(s.repeated_checks for s in summaries)
     if not items or repeated == 0:
         return []
     share = len(items) / repeated
@@ -468,20 +500,20 @@ def _single_attempt(tables: Sequence[_RunTable]) -> list[Finding]:
     ]
 
 
-def _noise_finding(run: Run, noise: dict[str, Any], min_effect: float | None) -> list[Finding]:
-    if min_effect is None or noise["resolvable_change"] <= min_effect:
+def _noise_finding(run: Run, noise: Noise, min_effect: float | None) -> list[Finding]:
+    if min_effect is None or noise.resolvable_change <= min_effect:
         return []
-    rate = noise["pass_rate"]
+    rate = noise.pass_rate
     at = f" at {_percent(rate)}" if rate is not None else ""
     return [
         Finding(
             "noise_exceeds_min_effect",
             WARNING,
-            f"{_plural(noise['assessed_attempts'], 'assessed attempt')}{at} in {run.source.name} "
-            f"can only resolve changes of about {_percent(noise['resolvable_change'])}, more "
+            f"{_plural(noise.assessed_attempts, 'assessed attempt')}{at} in {run.source.name} "
+            f"can only resolve changes of about {_percent(noise.resolvable_change)}, more "
             f"than the {_percent(min_effect)} you want to detect; about "
-            f"{noise['attempts_for_min_effect']} assessed attempts per run are needed.",
-            value=noise["resolvable_change"],
+            f"{noise.attempts_for_min_effect} assessed attempts per run are needed.",
+            value=noise.resolvable_change,
         )
     ]
 
@@ -700,7 +732,7 @@ def _config_not_applied(runs: Sequence[Run]) -> list[Finding]:
 
 
 @dataclass(frozen=True, slots=True)
-class CapabilityStep:
+class _OrderStep:
     """Two neighbouring files under ``--ordered``: the later one is declared stronger."""
 
     weaker: str
@@ -710,47 +742,41 @@ class CapabilityStep:
     inverted: bool
     """The stronger file's pass rate is below the weaker one's (compared exactly)."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "weaker": self.weaker,
-            "stronger": self.stronger,
-            "delta": self.delta,
-            "within_sampling_noise": self.within_sampling_noise,
-        }
+    def recorded(self) -> CapabilityStep:
+        return CapabilityStep(self.weaker, self.stronger, self.delta, self.within_sampling_noise)
 
 
 def _capability_order(
-    runs: Sequence[Run], summaries: list[dict[str, Any]], ordered: bool
-) -> list[CapabilityStep]:
+    runs: Sequence[Run], summaries: list[RunSummary], ordered: bool
+) -> list[_OrderStep]:
     if not ordered:
         return []
     steps = []
     for index in range(1, len(runs)):
         weaker, stronger = summaries[index - 1], summaries[index]
         delta = (
-            stronger["pass_rate"] - weaker["pass_rate"]
-            if weaker["pass_rate"] is not None and stronger["pass_rate"] is not None
+            stronger.pass_rate - weaker.pass_rate
+            if weaker.pass_rate is not None and stronger.pass_rate is not None
             else None
         )
         steps.append(
-            CapabilityStep(
+            _OrderStep(
                 weaker=runs[index - 1].source.name,
                 stronger=runs[index].source.name,
                 delta=delta,
                 within_sampling_noise=intervals_overlap(
-                    wilson_interval(weaker["passed"], weaker["assessed"]),
-                    wilson_interval(stronger["passed"], stronger["assessed"]),
+                    wilson_interval(weaker.passed, weaker.assessed),
+                    wilson_interval(stronger.passed, stronger.assessed),
                 ),
                 # Cross-multiplied so that two equal rates never compare unequal by rounding.
                 inverted=delta is not None
-                and stronger["passed"] * weaker["assessed"]
-                < weaker["passed"] * stronger["assessed"],
+                and stronger.passed * weaker.assessed < weaker.passed * stronger.assessed,
             )
         )
     return steps
 
 
-def _inversion_finding(steps: list[CapabilityStep]) -> list[Finding]:
+def _inversion_finding(steps: list[_OrderStep]) -> list[Finding]:
     inverted = [step for step in steps if step.inverted and step.delta is not None]
     if not inverted:
         return []
@@ -777,7 +803,7 @@ def _inversion_finding(steps: list[CapabilityStep]) -> list[Finding]:
 # -- provenance -------------------------------------------------------------------------------
 
 
-def review_provenance(manifest: CaseManifest, case_ids: Sequence[str]) -> dict[str, Any]:
+def review_provenance(manifest: CaseManifest, case_ids: Sequence[str]) -> Provenance:
     """The ``provenance`` block: what the manifest declares about the recorded cases."""
     assigned = assign_rules(manifest, case_ids)
     declared: dict[str, CaseRule] = {
@@ -786,29 +812,31 @@ def review_provenance(manifest: CaseManifest, case_ids: Sequence[str]) -> dict[s
     counts = dict.fromkeys(CASE_SOURCES, 0)
     for rule in declared.values():
         counts[rule.source] += 1
-    return {
-        "manifest": manifest.source.to_json(),
-        "counts": {source: count for source, count in counts.items() if count},
-        "declared": len(declared),
-        "undeclared": sorted(case for case, rule in assigned.items() if rule is None),
-        "real": sum(1 for rule in declared.values() if rule.source in REAL_SOURCES),
-        "unexplained_model_failures": sorted(
-            case
-            for case, rule in declared.items()
-            if rule.source == "model_failure" and rule.difficulty is None
+    return Provenance(
+        manifest=manifest.source,
+        counts={source: count for source, count in counts.items() if count},
+        declared=len(declared),
+        undeclared=tuple(sorted(case for case, rule in assigned.items() if rule is None)),
+        real=sum(1 for rule in declared.values() if rule.source in REAL_SOURCES),
+        unexplained_model_failures=tuple(
+            sorted(
+                case
+                for case, rule in declared.items()
+                if rule.source == "model_failure" and rule.difficulty is None
+            )
         ),
-        "scope": PROVENANCE_SCOPE,
-    }
+        scope=PROVENANCE_SCOPE,
+    )
 
 
-def _provenance_findings(provenance: dict[str, Any] | None) -> list[Finding]:
+def _provenance_findings(provenance: Provenance | None) -> list[Finding]:
     if provenance is None:
         return []
     findings: list[Finding] = []
-    name = provenance["manifest"]["name"]
-    undeclared = provenance["undeclared"]
-    declared = provenance["declared"]
-    counts = provenance["counts"]
+    name = provenance.manifest.name
+    undeclared = provenance.undeclared
+    declared = provenance.declared
+    counts = provenance.counts
     if undeclared:
         findings.append(
             Finding(
@@ -819,7 +847,7 @@ def _provenance_findings(provenance: dict[str, Any] | None) -> list[Finding]:
                 value=len(undeclared),
             )
         )
-    if declared and provenance["real"] == 0:
+    if declared and provenance.real == 0:
         findings.append(
             Finding(
                 "no_real_cases",
@@ -841,7 +869,7 @@ def _provenance_findings(provenance: dict[str, Any] | None) -> list[Finding]:
                 value=synthetic / declared,
             )
         )
-    unexplained = provenance["unexplained_model_failures"]
+    unexplained = provenance.unexplained_model_failures
     if unexplained:
         findings.append(
             Finding(
@@ -872,7 +900,7 @@ def failure_triage(
     last: Run,
     pooled: dict[tuple[str, str], Tally],
     inconsistent_checks: set[tuple[str, str]],
-) -> list[dict[str, Any]]:
+) -> list[TriageEntry]:
     """Sort every failing case of the last file into the first triage category that applies.
 
     A check is failing when it passed fewer times than it was attempted; a case is failing when
@@ -891,13 +919,13 @@ def failure_triage(
         if not failing:
             continue
         triage.append(
-            {
-                "case_id": case_id,
-                "category": _triage_category(
+            TriageEntry(
+                case_id=case_id,
+                category=_triage_category(
                     case_id, failing, pooled, inconsistent_checks, truncated_cases
                 ),
-                "checks": list(failing),
-            }
+                checks=tuple(failing),
+            )
         )
     return triage
 
@@ -929,7 +957,7 @@ def _triage_category(
 # -- size and plan ----------------------------------------------------------------------------
 
 
-def size_review(runs: Sequence[Run]) -> dict[str, Any]:
+def size_review(runs: Sequence[Run]) -> Size:
     """How big the evaluation is per configuration, from the last file."""
     last = runs[-1]
     per_case = [
@@ -938,35 +966,35 @@ def size_review(runs: Sequence[Run]) -> dict[str, Any]:
     ]
     duration, duration_reported = _sum_usage(last, "duration_seconds")
     cost, _ = _sum_usage(last, "cost_usd")
-    return {
-        "configurations": len(runs),
-        "cases": len(last.cases),
-        "attempts_per_case": max(1, max(per_case, default=0)),
-        "case_attempts_per_configuration": sum(per_case),
-        "mean_seconds_per_attempt": _mean(duration, duration_reported),
-        "recorded_seconds_per_configuration": duration,
-        "recorded_cost_usd_per_configuration": cost,
-    }
+    return Size(
+        configurations=len(runs),
+        cases=len(last.cases),
+        attempts_per_case=max(1, max(per_case, default=0)),
+        case_attempts_per_configuration=sum(per_case),
+        mean_seconds_per_attempt=_mean(duration, duration_reported),
+        recorded_seconds_per_configuration=duration,
+        recorded_cost_usd_per_configuration=cost,
+    )
 
 
-def plan_review(size: dict[str, Any], options: HealthOptions) -> dict[str, Any]:
+def plan_review(size: Size, options: HealthOptions) -> Plan:
     """What a planned run would take; the option not given keeps its recorded value."""
-    attempts = options.plan_attempts or size["attempts_per_case"]
-    configurations = options.plan_configs or size["configurations"]
-    total = size["cases"] * attempts * configurations
-    seconds = size["mean_seconds_per_attempt"]
-    cost = size["recorded_cost_usd_per_configuration"]
-    recorded_attempts = size["case_attempts_per_configuration"]
-    return {
-        "cases": size["cases"],
-        "attempts_per_case": attempts,
-        "configurations": configurations,
-        "case_attempts": total,
-        "serial_seconds": seconds * total if seconds is not None else None,
-        "cost_usd": cost / recorded_attempts * total
+    attempts = options.plan_attempts or size.attempts_per_case
+    configurations = options.plan_configs or size.configurations
+    total = size.cases * attempts * configurations
+    seconds = size.mean_seconds_per_attempt
+    cost = size.recorded_cost_usd_per_configuration
+    recorded_attempts = size.case_attempts_per_configuration
+    return Plan(
+        cases=size.cases,
+        attempts_per_case=attempts,
+        configurations=configurations,
+        case_attempts=total,
+        serial_seconds=seconds * total if seconds is not None else None,
+        cost_usd=cost / recorded_attempts * total
         if cost is not None and recorded_attempts
         else None,
-    }
+    )
 
 
 # -- the report -------------------------------------------------------------------------------
@@ -989,8 +1017,8 @@ def compute_health(
     *,
     manifest: CaseManifest | None = None,
     created_at: str,
-) -> dict[str, Any]:
-    """The complete health.json object for 1-20 runs of one evaluation, keys in schema order.
+) -> HealthReport:
+    """The complete health report for 1-20 runs of one evaluation, keys in schema order.
 
     Deterministic apart from ``created_at``; ``evalarc verify`` calls this same function.
     """
@@ -1000,7 +1028,7 @@ def compute_health(
     summaries = [_run_summary(table) for table in tables]
     last = runs[-1]
     last_summary = summaries[-1]
-    noise = noise_review(last_summary["passed"], last_summary["assessed"], options.min_effect)
+    noise = noise_review(last_summary.passed, last_summary.assessed, options.min_effect)
     pooled = _pooled(tables)
     inconsistent = _inconsistent_outputs(tables)
     steps = _capability_order(runs, summaries, options.ordered)
@@ -1024,41 +1052,39 @@ def compute_health(
         *_provenance_findings(provenance),
     ]
     warnings = sum(1 for finding in findings if finding.severity == WARNING)
-    report: dict[str, Any] = {
-        "schema_version": HEALTH_SCHEMA,
-        "created_at": created_at,
-        "format": runs[0].format,
-        "numeric_pass_threshold": runs[0].threshold,
-        "saturation": options.saturation,
-        "min_effect": options.min_effect,
-        "ordered": options.ordered,
-        "runs": summaries,
-        "noise": noise,
-        "capability_order": [step.to_json() for step in steps],
-        "graders": {
-            "subject_models": _union(runs, "subject_models"),
-            "grader_models": _union(runs, "grader_models"),
-            "self_graded": _union(runs, "self_graded"),
-        },
-        "recorded_outputs": sum(
+    return HealthReport(
+        schema_version=HEALTH_SCHEMA,
+        created_at=created_at,
+        format=runs[0].format,
+        numeric_pass_threshold=runs[0].threshold,
+        saturation=options.saturation,
+        min_effect=options.min_effect,
+        ordered=options.ordered,
+        runs=tuple(summaries),
+        noise=noise,
+        capability_order=tuple(step.recorded() for step in steps),
+        graders=Graders(
+            subject_models=tuple(_union(runs, "subject_models")),
+            grader_models=tuple(_union(runs, "grader_models")),
+            self_graded=tuple(_union(runs, "self_graded")),
+        ),
+        recorded_outputs=sum(
             1
             for run in runs
             for metas in run.samples.values()
             for meta in metas
             if meta.output_sha256 is not None
         ),
-        "triage": failure_triage(
-            last, pooled, {(case_id, check) for case_id, check, _ in inconsistent}
+        triage=tuple(
+            failure_triage(last, pooled, {(case_id, check) for case_id, check, _ in inconsistent})
         ),
-        "size": size,
-    }
-    if options.plan_attempts is not None or options.plan_configs is not None:
-        report["plan"] = plan_review(size, options)
-    report.update(
+        size=size,
+        plan=plan_review(size, options)
+        if options.plan_attempts is not None or options.plan_configs is not None
+        else None,
         provenance=provenance,
-        findings=[finding.to_json() for finding in findings],
+        findings=tuple(finding.recorded() for finding in findings),
         warnings=warnings,
         healthy=warnings == 0,
         scope=SCOPE,
     )
-    return report

@@ -14,9 +14,10 @@ seeds or scoring rules breaks comparability, and the weights are checked directl
 grader fingerprint is only a claim inside the file). An empty list is refused (the reference
 returned area 0, which reads like a measured zero).
 
-Pure: the caller reads the file; this module validates the parsed document and returns plain
-JSON. The area is summed exactly (``fractions.Fraction`` over the given numbers) and rounded
-once, so the command and ``verify`` agree bit for bit and hand-checked cases come out exact.
+Pure: the caller reads the file; this module validates the parsed document and returns the
+typed report (:class:`evalarc.review.trajectory_model.TrajectoryReport`). The area is summed
+exactly (``fractions.Fraction`` over the given numbers) and rounded once, so the command and
+``verify`` agree bit for bit and hand-checked cases come out exact.
 """
 
 from __future__ import annotations
@@ -31,10 +32,17 @@ from typing import Any
 
 from evalarc import __version__, schemas
 from evalarc.canonical import JSONValue, canonical_json, is_finite_number
-from evalarc.errors import IncomparableError, InputError, UsageError
+from evalarc.errors import IncomparableError, InputError, UsageError, VerificationError
 from evalarc.formats.model import Source
+from evalarc.review.trajectory_model import (
+    CheckpointRow,
+    Regression,
+    TrajectoryIdentity,
+    TrajectoryReport,
+)
 
 TRAJECTORY_SCHEMA = schemas.TRAJECTORY
+"""The report's schema (:mod:`evalarc.review.trajectory_model` reads and writes it)."""
 EVALUATION_SCHEMA = schemas.EVALUATION
 """The only evaluation schema a checkpoint may carry (``evalarc.packs.EVALUATION_SCHEMA``)."""
 CLOCK_SOURCE = "caller-reported"
@@ -90,7 +98,7 @@ class Trajectory:
 
     budget_seconds: float
     checkpoints: tuple[Checkpoint, ...]
-    identity: dict[str, Any]
+    identity: TrajectoryIdentity
     """The comparability fields (:data:`IDENTITY_FIELDS`) every checkpoint shares."""
 
 
@@ -106,6 +114,29 @@ def check_budget(budget_seconds: object) -> float:
             f"budget_seconds must be finite and positive, not {_number_text(budget_seconds)}"
         )
     return budget
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryOptions:
+    """Every option that changes a trajectory report: the budget. Recorded in params.json and
+    replayed by ``verify``."""
+
+    budget_seconds: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "budget_seconds", check_budget(self.budget_seconds))
+
+    def to_params(self) -> dict[str, JSONValue]:
+        return {"budget_seconds": self.budget_seconds}
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], name: str) -> TrajectoryOptions:
+        """The options recorded in ``params`` (the params.json read from ``name``)."""
+        recorded: Any = params.get("budget_seconds")  # checked by check_budget
+        try:
+            return cls(recorded)
+        except UsageError as error:
+            raise VerificationError(f"{name}: {error.message}") from None
 
 
 def _float_or_none(value: int | float) -> float | None:
@@ -176,7 +207,7 @@ def _is_sha256(value: object) -> bool:
     return isinstance(value, str) and _SHA256.fullmatch(value) is not None
 
 
-def _identity(name: str, index: int, evaluation: Mapping[str, Any]) -> dict[str, Any]:
+def _identity(name: str, index: int, evaluation: Mapping[str, Any]) -> TrajectoryIdentity:
     """The comparability fields of one evaluation, each checked for shape."""
 
     def refuse(detail: str) -> InputError:
@@ -213,15 +244,20 @@ def _identity(name: str, index: int, evaluation: Mapping[str, Any]) -> dict[str,
         )
     ):
         raise refuse("dimensions must map each dimension to an object with a numeric weight")
-    weights = {name: entry["weight"] for name, entry in dimensions.items()}
-    return {
-        **{field: evaluation[field] for field in IDENTITY_FIELDS if field != "weights"},
-        "weights": weights,
-    }
+    return TrajectoryIdentity(
+        schema_version=evaluation["schema_version"],
+        task=task,
+        grader_sha256=evaluation["grader_sha256"],
+        cases_sha256=evaluation["cases_sha256"],
+        runtime=runtime,
+        seeds=tuple(seeds),
+        weights={name: entry["weight"] for name, entry in dimensions.items()},
+    )
 
 
-def _differences(first: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
+def _differences(mine: TrajectoryIdentity, theirs: TrajectoryIdentity) -> list[str]:
     """The identity fields that differ, with the differing keys of task and runtime."""
+    first, other = mine.to_json(), theirs.to_json()
     found: list[str] = []
     for field in IDENTITY_FIELDS:
         left, right = first[field], other[field]
@@ -250,7 +286,7 @@ def parse_checkpoints(document: JSONValue, budget_seconds: float, *, name: str) 
     if not document:
         raise InputError(f"{name}: checkpoints must not be empty (nothing was observed)")
     checkpoints: list[Checkpoint] = []
-    identity: dict[str, Any] | None = None
+    identity: TrajectoryIdentity | None = None
     previous: float | None = None
     for index, entry in enumerate(document, start=1):
         if not isinstance(entry, dict) or not isinstance(entry.get("evaluation"), dict):
@@ -313,52 +349,52 @@ def score_area(checkpoints: Sequence[Checkpoint], budget_seconds: float) -> Frac
     return total
 
 
-def compute_trajectory(trajectory: Trajectory, source: Source) -> dict[str, Any]:
+def compute_trajectory(trajectory: Trajectory, source: Source) -> TrajectoryReport:
     """The ``evalarc.trajectory.v1`` report of validated checkpoints read from ``source``."""
     budget = trajectory.budget_seconds
     points = trajectory.checkpoints
     area = score_area(points, budget)
-    rows: list[dict[str, Any]] = []
-    for point, end in zip(points, held_until(points, budget), strict=True):
-        held = Fraction(end) - Fraction(point.elapsed_seconds)
-        rows.append(
-            {
-                "elapsed_seconds": point.elapsed_seconds,
-                "score": point.score,
-                "resolved": point.resolved,
-                "held_until_seconds": end,
-                "score_area": float(Fraction(point.score) * held),
-                "candidate_sha256": point.candidate_sha256,
-            }
+    rows = tuple(
+        CheckpointRow(
+            elapsed_seconds=point.elapsed_seconds,
+            score=point.score,
+            resolved=point.resolved,
+            held_until_seconds=end,
+            score_area=float(
+                Fraction(point.score) * (Fraction(end) - Fraction(point.elapsed_seconds))
+            ),
+            candidate_sha256=point.candidate_sha256,
         )
-    regressions = [
-        {"elapsed_seconds": point.elapsed_seconds, "from": before.score, "to": point.score}
+        for point, end in zip(points, held_until(points, budget), strict=True)
+    )
+    regressions = tuple(
+        Regression(point.elapsed_seconds, before.score, point.score)
         for before, point in pairwise(points)
         if point.score < before.score
-    ]
+    )
     first_resolved = next((point.elapsed_seconds for point in points if point.resolved), None)
-    return {
-        "schema_version": TRAJECTORY_SCHEMA,
-        "evalarc_version": __version__,
-        "source": source.to_json(),
-        "budget_seconds": budget,
-        "normalized_score_area": float(area / Fraction(budget)),
-        "score_area": float(area),
-        "final_score": points[-1].score,
-        "final_resolved": points[-1].resolved,
-        "first_resolved_seconds": first_resolved,
-        "regressions": regressions,
-        "checkpoint_count": len(points),
-        "clock_source": CLOCK_SOURCE,
-        "interpretation": INTERPRETATION,
-        "identity": trajectory.identity,
-        "checkpoints": rows,
-    }
+    return TrajectoryReport(
+        schema_version=TRAJECTORY_SCHEMA,
+        evalarc_version=__version__,
+        source=source,
+        budget_seconds=budget,
+        normalized_score_area=float(area / Fraction(budget)),
+        score_area=float(area),
+        final_score=points[-1].score,
+        final_resolved=points[-1].resolved,
+        first_resolved_seconds=first_resolved,
+        regressions=regressions,
+        checkpoint_count=len(points),
+        clock_source=CLOCK_SOURCE,
+        interpretation=INTERPRETATION,
+        identity=trajectory.identity,
+        checkpoints=rows,
+    )
 
 
 def trajectory_from_document(
     document: JSONValue, budget_seconds: float, source: Source
-) -> dict[str, Any]:
+) -> TrajectoryReport:
     """Validate and compute in one call: what the command and ``verify`` both run."""
     return compute_trajectory(parse_checkpoints(document, budget_seconds, name=source.name), source)
 

@@ -808,14 +808,13 @@ class DockerBackend:
         )
         expires = math.ceil(time.time() + lifetime)
         try:
-            container = self.client.containers.create(
+            # The low-level calls: the SDK's containers.create would inspect the new container
+            # once more to build its model, a round trip per case that nothing here needs.
+            api = self.client.api
+            created = api.create_container(
                 self.image_id,
                 ["sleep", str(lifetime)],
                 name=f"evalarc-{case.case_id}-{case.containers_made}",
-                # The engine removes the container itself once it stops, also when it comes back
-                # after dying mid-run: nothing is left behind even when we cannot remove it.
-                auto_remove=True,
-                init=True,
                 user=IDLE_USER,
                 labels={
                     CASE_LABEL: case.case_id,
@@ -824,20 +823,28 @@ class DockerBackend:
                     EXPIRES_LABEL: str(expires),
                 },
                 network_disabled=True,
-                network_mode="none",
-                read_only=True,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                nano_cpus=NANO_CPUS,
-                mem_limit=MEMORY_LIMIT_BYTES,
-                memswap_limit=MEMORY_LIMIT_BYTES,
-                pids_limit=PIDS_LIMIT,
-                tmpfs={"/tmp": TMPFS_OPTIONS, "/state": STATE_OPTIONS},
-                volumes={str(self.snapshot_dir): {"bind": "/candidate", "mode": "ro"}},
+                volumes=["/candidate"],
                 working_dir="/candidate",
                 stdin_open=False,
                 tty=False,
+                host_config=api.create_host_config(
+                    # The engine removes the container itself once it stops, also when it comes
+                    # back after dying mid-run: nothing is left behind even when we cannot.
+                    auto_remove=True,
+                    init=True,
+                    network_mode="none",
+                    read_only=True,
+                    cap_drop=["ALL"],
+                    security_opt=["no-new-privileges"],
+                    nano_cpus=NANO_CPUS,
+                    mem_limit=MEMORY_LIMIT_BYTES,
+                    memswap_limit=MEMORY_LIMIT_BYTES,
+                    pids_limit=PIDS_LIMIT,
+                    tmpfs={"/tmp": TMPFS_OPTIONS, "/state": STATE_OPTIONS},
+                    binds={str(self.snapshot_dir): {"bind": "/candidate", "mode": "ro"}},
+                ),
             )
+            container = self.client.containers.prepare_model({"Id": created["Id"]})
             container.start()
         except (DockerException, OSError) as error:
             failure = _docker_failure("start the case container", error)

@@ -1,0 +1,84 @@
+"""Ctrl-C and SIGTERM during an ``evalarc audit --executor ray``: exit 130, nothing left.
+
+A real ``evalarc`` process (its own process group and empty TMPDIR, its output in an empty
+folder) runs the durable-kv audit on a real local Ray cluster (``tests/ray_cluster_driver.py``,
+inside a network namespace of its own: every Ray port on loopback, token authentication) with
+the real Docker engine. Once its staged folder holds a few recordings, so cases are done and
+others are running on the node, it gets SIGINT (to the whole group, as Ctrl-C sends it) or
+SIGTERM (to the process, as ``kill`` sends it). Then, within bounded waits: exit 130 and
+"evalarc: cancelled"; no output folder and no staging folder beside it; an empty TMPDIR; no
+process of its group; no case container of the cluster's workers; no Ray worker still running
+an EvalArc task; no node copy of a snapshot.
+
+Needs what ``tests/test_ray_executor.py`` needs; without it these tests fail, never skip.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_ray_executor import DRIVER, _ray_environment
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.ray]
+
+SCENARIOS = ("cancel-SIGINT", "cancel-SIGTERM")
+
+
+@pytest.fixture(scope="module")
+def cancelled_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    for tool in ("unshare", "ip"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is missing (apt-get install util-linux iproute2)", pytrace=False)
+    out = tmp_path_factory.mktemp("ray-cancel")
+    # The cluster's own temporary folder (Ray's session files, the nodes' snapshot copies):
+    # short, because Ray puts unix sockets in it, and private, so leftovers are seen.
+    nodes_temp = Path(tempfile.mkdtemp(prefix="evr-", dir="/tmp"))
+    try:
+        completed = subprocess.run(
+            ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
+             sys.executable, str(DRIVER), str(out), *SCENARIOS],
+            env={**_ray_environment(), "TMPDIR": str(nodes_temp)},
+            capture_output=True,
+            text=True,
+            timeout=2400,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(nodes_temp, ignore_errors=True)
+    results_file = out / "results.jsonl"
+    results = {}
+    if results_file.exists():
+        for line in results_file.read_text().splitlines():
+            entry = json.loads(line)
+            results[entry["scenario"]] = entry
+    if completed.returncode != 0 or set(results) != set(SCENARIOS):
+        pytest.fail(
+            f"the Ray driver exited {completed.returncode}: {completed.stderr[-3000:]}",
+            pytrace=False,
+        )
+    return results
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_a_signal_mid_audit_cancels_everything(
+    cancelled_runs: dict[str, Any], scenario: str
+) -> None:
+    result = cancelled_runs[scenario]
+    assert result["delivered"] and result["recorded_before_signal"] >= 4, result
+    assert result["case_tasks_before"] and result["containers_before"] > 0, result
+    assert result["hung"] is False, result
+    assert result["code"] == 130, result
+    assert result["stderr"].strip().endswith("evalarc: cancelled"), result
+    assert result["left"] == [], result  # no output folder, no staging folder beside it
+    assert result["temp"] == [], result
+    assert result["group_alive"] is False, result
+    assert result["containers_left"] == [], result
+    assert result["case_tasks"] == [], result
+    assert result["node_copies"] == [], result
