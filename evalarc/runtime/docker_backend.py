@@ -71,7 +71,6 @@ from evalarc.runtime.jsonl import (
     NO_EXIT_AFTER_EOF,
     RESPONSE_TIMEOUT,
     STDIN_WRITE_TIMEOUT,
-    UNSOLICITED_STDOUT,
     ResponseReader,
     capped_deadline,
     exit_code_message,
@@ -299,33 +298,23 @@ class DockerSession(Session):
                 )
             self._pump(remaining, write=None)
 
-    # -- the protocol -------------------------------------------------------------------------
+    # -- the exit after EOF (the rest of the protocol is in Session) --------------------------
 
-    def stop_eof(self) -> None:
-        self._require_running()
-        try:
-            self._close_stdin()
-            self._record("eof")
-            deadline, case_bound = self._response_deadline(NO_EXIT_AFTER_EOF)
-            while not self._eof:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else NO_EXIT_AFTER_EOF)
-                self._pump(remaining, write=None)
-            code = self._wait_exit_code(deadline)
-            if code is None:
+    def _wait_clean_exit(self) -> None:
+        deadline, case_bound = self._response_deadline(NO_EXIT_AFTER_EOF)
+        while not self._eof:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else NO_EXIT_AFTER_EOF)
-            self._exit_code = code
-            if code in LAUNCH_FAILURE_CODES:
-                raise self._launch_failure(code)
-            if code != 0:
-                raise AgentFault(exit_code_message(code))
-            if self._reader.has_unsolicited_stdout():
-                raise AgentFault(UNSOLICITED_STDOUT)
-        except (AgentFault, EnvironmentFailure) as failure:
-            self._fail(failure)
-            raise
-        self._finish(killed=False)
+            self._pump(remaining, write=None)
+        code = self._wait_exit_code(deadline)
+        if code is None:
+            raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else NO_EXIT_AFTER_EOF)
+        self._exit_code = code
+        if code in LAUNCH_FAILURE_CODES:
+            raise self._launch_failure(code)
+        if code != 0:
+            raise AgentFault(exit_code_message(code))
 
     # -- internals ----------------------------------------------------------------------------
 

@@ -7,9 +7,10 @@ multiplexed with ``poll`` (no descriptor-number ceiling, unlike ``select``), so 
 floods output while we write cannot deadlock us, and every wait is capped by both the response
 timeout and the case deadline. Process exit is watched through a pidfd where Linux offers one.
 
-:class:`PipeSession` holds the launcher-agnostic half (pipes, deadlines, transcript); a backend
-that launches a different child (the Docker CLI) can reuse it and override the ``_before_kill``,
-``_exit_failure`` and ``_stdout_closed_failure`` hooks.
+:class:`PipeSession` holds the pipe half (polling, the EOF wait, killing the group) on top of the
+protocol half both backends share (:mod:`evalarc.runtime.session_common`); a launcher of a
+different child can reuse it and override the ``_before_kill``, ``_exit_failure`` and
+``_stdout_closed_failure`` hooks.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from evalarc.runtime.jsonl import (
     NO_EXIT_AFTER_EOF,
     RESPONSE_TIMEOUT,
     STDIN_WRITE_TIMEOUT,
-    UNSOLICITED_STDOUT,
     ResponseReader,
     capped_deadline,
     exit_code_message,
@@ -106,30 +106,20 @@ class PipeSession(Session):
         """The exit status once reaped (negative signal number when killed), else None."""
         return self._process.returncode
 
-    # -- the protocol -------------------------------------------------------------------------
+    # -- the exit after EOF (the rest of the protocol is in Session) --------------------------
 
-    def stop_eof(self) -> None:
-        self._require_running()
-        try:
-            self._close_stdin()
-            self._record("eof")
-            deadline, message = capped_deadline(
-                time.monotonic(),
-                self._limits.response_timeout,
-                self._clock.deadline,
-                NO_EXIT_AFTER_EOF,
-            )
-            self._wait_exit(deadline, message)
-            code = self._process.returncode
-            assert code is not None
-            if code != 0:
-                raise self._exit_failure(code)
-            if self._reader.has_unsolicited_stdout():
-                raise AgentFault(UNSOLICITED_STDOUT)
-        except (AgentFault, EnvironmentFailure) as failure:
-            self._fail(failure)
-            raise
-        self._finish(killed=False)
+    def _wait_clean_exit(self) -> None:
+        deadline, message = capped_deadline(
+            time.monotonic(),
+            self._limits.response_timeout,
+            self._clock.deadline,
+            NO_EXIT_AFTER_EOF,
+        )
+        self._wait_exit(deadline, message)
+        code = self._process.returncode
+        assert code is not None
+        if code != 0:
+            raise self._exit_failure(code)
 
     # -- hooks for other process launchers ----------------------------------------------------
 

@@ -20,6 +20,7 @@ from evalarc.errors import EnvironmentFailure
 from evalarc.runtime.jsonl import (
     CASE_BUDGET_EXHAUSTED,
     RESPONSE_TIMEOUT,
+    UNSOLICITED_STDOUT,
     ResponseReader,
     capped_deadline,
     describe_line,
@@ -98,6 +99,20 @@ class Session(ABC):
             self._fail(failure)
             raise
 
+    def stop_eof(self) -> None:
+        """Close stdin and wait for a clean exit; any other end is the session's failure."""
+        self._require_running()
+        try:
+            self._close_stdin()
+            self._record("eof")
+            self._wait_clean_exit()
+            if self._reader.has_unsolicited_stdout():
+                raise AgentFault(UNSOLICITED_STDOUT)
+        except (AgentFault, EnvironmentFailure) as failure:
+            self._fail(failure)
+            raise
+        self._finish(killed=False)
+
     def kill(self) -> None:
         if not self._ended:
             self._finish(killed=True)
@@ -111,6 +126,14 @@ class Session(ABC):
     @abstractmethod
     def _read_line(self, deadline: float, case_bound: bool) -> bytes:
         """The next complete stdout line, read by ``deadline``."""
+
+    @abstractmethod
+    def _close_stdin(self) -> None:
+        """Signal end of input to the candidate (idempotent)."""
+
+    @abstractmethod
+    def _wait_clean_exit(self) -> None:
+        """After EOF: wait for the exit, raising the failure for a timeout or non-zero code."""
 
     @abstractmethod
     def _finish(self, killed: bool) -> None:
