@@ -29,7 +29,7 @@ from typing import Any
 
 from evalarc.packs import list_packs
 from evalarc.reports.audit import AuditOptions, run_audit
-from evalarc.review.audit import summary_lines
+from evalarc.reports.audit_text import summary_lines
 from evalarc.runtime.recording import RECORDING_SUFFIX, load_index, runtime_fingerprint
 from evalarc.runtime.replay import (
     BUNDLE_SUFFIX,

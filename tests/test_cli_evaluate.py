@@ -20,9 +20,9 @@ from evalarc.canonical import canonical_json
 from evalarc.errors import OutputError, UsageError
 from evalarc.packs import load_pack, materialize_workspace
 from evalarc.pages.evaluation import build_evaluation_page, render_evaluation_page
+from evalarc.reports.backends import check_seconds
 from evalarc.reports.evaluation import (
     EvaluateOptions,
-    check_seconds,
     progress_line,
     run_evaluate,
     summary_line,

@@ -18,7 +18,7 @@ from typing import Any
 from evalarc.errors import EvalArcError
 from evalarc.evidence.model import CaseEvidence, Section, SideEvidence
 from evalarc.formats.archive import SafeArchive
-from evalarc.formats.inspect import _read_json_log
+from evalarc.formats.inspect import read_json_log
 
 _EPOCH_MEMBER = re.compile(r"samples/.+\.json")
 MAX_EVENTS = 400
@@ -46,7 +46,7 @@ def _each_sample(path: Path, take: Callable[[dict[str, Any]], None]) -> None:
             take(sample)
 
     try:
-        _read_json_log(path, on_sample)
+        read_json_log(path, on_sample)
     except EvalArcError:
         return  # the diff already read this file; what was taken so far is shown
 

@@ -4,7 +4,7 @@ system-err, and each rerun attempt.
 
 Case ids must be the diff's: the JUnit reader's own scan (with its caps, under defusedxml) gives
 the records, :func:`evalarc.formats.junit_producers.identify_producer` the producer, and
-:func:`record_case_ids` names each record exactly as
+:func:`evalarc.formats.junit_producers.record_case_ids` names each record exactly as
 :func:`evalarc.formats.junit_producers.assemble_cases` does. A second streaming pass, in the
 same document order, keeps each testcase's bounded details; if the two passes disagree on the
 number of testcases, no evidence is shown rather than evidence under the wrong case.
@@ -20,14 +20,8 @@ import defusedxml.ElementTree as SafeElementTree
 
 from evalarc.errors import EvalArcError
 from evalarc.evidence.model import CaseEvidence, Section, SideEvidence
-from evalarc.formats.junit import SUITE_TAGS, _scan
-from evalarc.formats.junit_producers import (
-    Record,
-    _distinct_name,
-    base_id,
-    identify_producer,
-    pools_attempts,
-)
+from evalarc.formats.junit import SUITE_TAGS, scan_records
+from evalarc.formats.junit_producers import identify_producer, record_case_ids
 
 OUTCOME_ORDER = (
     "failure",
@@ -43,38 +37,6 @@ _TONES = {"failure": "bad", "error": "bad", "rerunFailure": "bad", "rerunError":
 
 def _local(tag: object) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
-
-
-def record_case_ids(producer: str, records: list[Record]) -> list[str]:
-    """The case id of each record, in order: the naming of ``assemble_cases``."""
-    bases: list[str] = []
-    ordinals: list[int] = []
-    first_suite: dict[str, int] = {}
-    later_suites: dict[str, dict[int, int]] = {}
-    pools = pools_attempts(producer)
-    for record in records:
-        base = base_id(producer, record)
-        if pools:
-            first = first_suite.setdefault(base, record.suite_index)
-            if first == record.suite_index:
-                ordinal = 1
-            else:
-                seen = later_suites.setdefault(base, {})
-                ordinal = seen.setdefault(record.suite_index, len(seen) + 2)
-        else:
-            ordinal = first_suite.get(base, 0) + 1
-            first_suite[base] = ordinal
-        bases.append(base)
-        ordinals.append(ordinal)
-    used: set[str] = set(first_suite) if later_suites or not pools else set()
-    names: dict[tuple[str, int], str] = {}
-    ids: list[str] = []
-    for key in zip(bases, ordinals, strict=True):
-        if key[1] == 1:
-            ids.append(key[0])
-        else:
-            ids.append(names.get(key) or names.setdefault(key, _distinct_name(key, used)))
-    return ids
 
 
 def _testcase_sections(testcase: ElementTree.Element, attempt: int) -> list[Section]:
@@ -139,7 +101,7 @@ def read_junit_evidence(path: Path) -> CaseEvidence:
     """Evidence for every testcase id, attempts (repeated elements) in document order."""
     try:
         with path.open("rb") as handle:
-            facts, records = _scan(handle, path.name)
+            facts, records = scan_records(handle, path.name)
         ids = record_case_ids(identify_producer(facts, records), records)
         found: CaseEvidence = {}
         attempts: dict[str, int] = {}

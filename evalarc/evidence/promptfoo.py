@@ -1,28 +1,18 @@
 """Case evidence from a promptfoo JSON output: per result row (one repeat of one test on one
 provider), the rendered prompt, the vars, the output, every assertion's pass, score and reason,
 and any provider error. Case ids come from the promptfoo reader's own labelling
-(:func:`evalarc.formats.promptfoo.case_labels`), so they match the diff's rows."""
+(:func:`evalarc.formats.promptfoo.row_key` and :func:`~evalarc.formats.promptfoo.matrix_ids`),
+so they match the diff's rows."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from evalarc.errors import EvalArcError
 from evalarc.evidence.model import CaseEvidence, Section, SideEvidence
-from evalarc.formats.promptfoo import case_labels, provider_name
-
-
-def _rows(path: Path) -> list[dict[str, Any]]:
-    try:
-        document = json.loads(path.read_bytes())
-    except (ValueError, RecursionError):
-        return []
-    results = document.get("results") if isinstance(document, dict) else None
-    rows = results.get("results") if isinstance(results, dict) else None
-    if not isinstance(rows, list):
-        return []
-    return [row for row in rows if isinstance(row, dict)]
+from evalarc.formats.model import MatrixKey
+from evalarc.formats.promptfoo import each_row, matrix_ids, provider_name, row_key
 
 
 def _as_dict(value: object) -> dict[str, Any]:
@@ -67,13 +57,25 @@ def _row_sections(row: dict[str, Any], repeat: int) -> list[Section]:
 
 
 def read_promptfoo_evidence(path: Path) -> CaseEvidence:
-    """Evidence for every case label of the file, repeats in file order."""
-    rows = _rows(path)
+    """Evidence for every case label of the file, repeats in file order. The file is streamed
+    row by row with the promptfoo reader's own walker (its caps apply); only each row's bounded
+    sections are kept. A file the reader refuses shows no evidence."""
+    rows: list[tuple[MatrixKey, list[Section]]] = []
+    repeats: dict[MatrixKey, int] = {}  # one key is one case id (matrix_ids never pools two)
+
+    def take(position: int, row: dict[str, Any]) -> None:
+        key = row_key(row, position)
+        repeats[key] = repeats.get(key, 0) + 1
+        rows.append((key, _row_sections(row, repeats[key])))
+
+    try:
+        each_row(path, take)
+    except EvalArcError:
+        return {}
+    ids = matrix_ids(key for key, _ in rows)
     found: CaseEvidence = {}
-    repeats: dict[str, int] = {}
-    for label, row in zip(case_labels(rows), rows, strict=True):
-        side = found.setdefault(label, SideEvidence())
-        repeats[label] = repeats.get(label, 0) + 1
-        for section in _row_sections(row, repeats[label]):
+    for key, sections in rows:
+        side = found.setdefault(ids[key], SideEvidence())
+        for section in sections:
             side.add(section)
     return found

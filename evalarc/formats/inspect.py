@@ -89,7 +89,7 @@ def read_inspect(path: Path, source: Source, threshold: float) -> Run:
     if is_archive or path.suffix == ".eval":
         header = _read_archive(path, builder.add_sample)
     else:
-        header = _read_json_log(path, builder.add_sample)
+        header = read_json_log(path, builder.add_sample)
     return builder.finish(header, source)
 
 
@@ -167,9 +167,10 @@ def _parse_member(archive: SafeArchive, member: str, sample: bool = False) -> ob
         ) from None
 
 
-def _read_json_log(path: Path, on_sample: Callable[[object], None]) -> JSONObject:
-    """Walk the top-level object of a JSON log, handing each sample to ``on_sample`` as soon as
-    it is parsed; return the other top-level fields EvalArc uses.
+def read_json_log(path: Path, on_sample: Callable[[object], None]) -> JSONObject:
+    """Walk the top-level object of a JSON log, handing each sample (whole, as parsed) to
+    ``on_sample`` as soon as it is parsed; return the other top-level fields EvalArc uses.
+    Raises InputError naming the file for what :func:`read_inspect` refuses in the text.
 
     NaN and Infinity are accepted here because Inspect writes them in metrics; the builder turns
     every non-finite number it keeps into null.

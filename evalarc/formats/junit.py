@@ -39,7 +39,15 @@ from evalarc.formats.junit_producers import (
 )
 from evalarc.formats.model import Run, Source
 
-__all__ = ["CHECK_NAME", "MAX_DEPTH", "read_junit", "read_junit_bytes", "read_junit_stream"]
+__all__ = [
+    "CHECK_NAME",
+    "MAX_DEPTH",
+    "SUITE_TAGS",
+    "read_junit",
+    "read_junit_bytes",
+    "read_junit_stream",
+    "scan_records",
+]
 
 MAX_DEPTH = 64
 """Deepest element nesting accepted; real reports nest suites a handful of levels."""
@@ -110,7 +118,7 @@ def read_junit_stream(stream: IO[bytes], name: str, source: Source, threshold: f
     collecting = gc.isenabled()
     gc.disable()
     try:
-        facts, records = _scan(stream, name)
+        facts, records = scan_records(stream, name)
         if not records:
             raise InputError(f"{name} has no <testcase>: nothing in it could be assessed")
         producer = identify_producer(facts, records)
@@ -186,7 +194,10 @@ class _Frame:
     tag: str
 
 
-def _scan(stream: IO[bytes], name: str) -> tuple[Facts, list[Record]]:
+def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, list[Record]]:
+    """Stream untrusted JUnit XML from ``stream`` under every cap of this reader: the markers
+    that identify its producer and one compact :class:`Record` per ``<testcase>``, in document
+    order. Raises InputError naming ``name`` for what :func:`read_junit` refuses."""
     facts = Facts()
     records: list[Record] = []
     frames: list[_Frame] = []

@@ -31,6 +31,7 @@ never pooled into one case.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evalarc.formats.model import Attempt, SampleMeta, cut_evidence
@@ -205,14 +206,76 @@ _VERDICTS: dict[bool | None, dict[str, bool | None]] = {
 run's verdicts after it is read; a large file holds hundreds of thousands of them)."""
 
 
+_NO_USAGE: dict[str, float] = {}
+"""The usage of every attempt without a recorded duration (shared and read-only, as above)."""
+
+
 def assemble_cases(
     producer: str, records: list[Record | None]
 ) -> tuple[dict[str, dict[str, list[Attempt]]], dict[str, list[SampleMeta]]]:
     """Case id -> check -> attempts, and the per-attempt sample facts, for one file. The records
     are released as they are used."""
-    # Which (base id, ordinal) each record belongs to: a base id seen under a second suite
-    # element (or, for node, a second time at all) is a different test, numbered in document
-    # order.
+    bases, ordinals = _keys(producer, records)
+    reruns = producer == "pytest-rerunfailures>=16.6.1"
+    last_of: dict[tuple[str, int], int] = {}
+    if reruns:
+        for index, key in enumerate(zip(bases, ordinals, strict=True)):
+            last_of[key] = index
+    namer = _Namer(bases, ordinals)
+    cases: dict[str, dict[str, list[Attempt]]] = {}
+    samples: dict[str, list[SampleMeta]] = {}
+    bare: dict[tuple[bool | None, bool], Attempt] = {}
+    usages: dict[str, dict[str, float]] = {}
+    for index, key in enumerate(zip(bases, ordinals, strict=True)):
+        record = records[index]
+        records[index] = None
+        assert record is not None
+        case_id = namer.name(key)
+        checks = cases.get(case_id)
+        earlier = len(checks[CHECK_NAME]) if checks is not None else 0
+        outcomes = record.outcomes
+        if reruns and not record.has_outcome and last_of[key] != index:
+            outcomes = (Outcome(False, PYTEST_RERUN_EVIDENCE),)
+        attempts: list[Attempt] = []
+        metas: list[SampleMeta] = []
+        for position, outcome in enumerate(outcomes):
+            rerun = earlier + position > 0
+            if outcome.evidence is None:
+                # Attempts are immutable: every bare pass (or bare rerun) is one shared object.
+                shared = (outcome.passed, rerun)
+                attempt = bare.get(shared)
+                if attempt is None:
+                    attempt = bare[shared] = Attempt(passed=outcome.passed, rerun=rerun)
+            else:
+                attempt = Attempt(
+                    passed=outcome.passed, evidence=cut_evidence(outcome.evidence), rerun=rerun
+                )
+            usage = _NO_USAGE
+            if position == 0 and record.duration_seconds is not None:
+                # Read-only like the verdicts: one mapping per distinct duration.
+                # Keyed by the float's exact bits: 0.0 and -0.0 are equal keys but print apart.
+                seconds = record.duration_seconds
+                bits = seconds.hex()
+                usage = usages.get(bits) or usages.setdefault(bits, {"duration_seconds": seconds})
+            meta = SampleMeta(usage=usage, verdicts=_VERDICTS[outcome.passed])
+            if len(outcomes) == 1:  # the usual case: lists of exactly one item (no spare room)
+                attempts, metas = [attempt], [meta]
+            else:
+                attempts.append(attempt)
+                metas.append(meta)
+        if checks is None:
+            cases[case_id] = {CHECK_NAME: attempts}
+            samples[case_id] = metas
+        else:
+            checks[CHECK_NAME].extend(attempts)
+            samples[case_id].extend(metas)
+    return cases, samples
+
+
+def _keys(producer: str, records: Sequence[Record | None]) -> tuple[list[str], list[int]]:
+    """Which (base id, ordinal) each record belongs to: a base id seen under a second suite
+    element (or, for node, a second time at all) is a different test, numbered in document
+    order."""
     bases: list[str] = []
     ordinals: list[int] = []
     first_suite: dict[str, int] = {}
@@ -233,48 +296,33 @@ def assemble_cases(
             first_suite[base] = ordinal
         bases.append(base)
         ordinals.append(ordinal)
-    reruns = producer == "pytest-rerunfailures>=16.6.1"
-    last_of: dict[tuple[str, int], int] = {}
-    if reruns:
-        for index, key in enumerate(zip(bases, ordinals, strict=True)):
-            last_of[key] = index
-    used: set[str] = set(first_suite) if later_suites or not pools else set()
-    names: dict[tuple[str, int], str] = {}
-    cases: dict[str, dict[str, list[Attempt]]] = {}
-    samples: dict[str, list[SampleMeta]] = {}
-    bare: dict[tuple[bool | None, bool], Attempt] = {}
-    for index, key in enumerate(zip(bases, ordinals, strict=True)):
-        record = records[index]
-        records[index] = None
-        assert record is not None
+    return bases, ordinals
+
+
+class _Namer:
+    """The case id of each (base id, ordinal): the base id itself for the first test of that
+    name, ``base #N`` (never one already taken) for a later one."""
+
+    def __init__(self, bases: list[str], ordinals: list[int]) -> None:
+        later = any(ordinal > 1 for ordinal in ordinals)
+        self._used: set[str] = set(bases) if later else set()
+        self._names: dict[tuple[str, int], str] = {}
+
+    def name(self, key: tuple[str, int]) -> str:
         if key[1] == 1:
-            case_id = key[0]
-        else:
-            case_id = names.get(key) or names.setdefault(key, _distinct_name(key, used))
-        attempts = cases.setdefault(case_id, {}).setdefault(CHECK_NAME, [])
-        metas = samples.setdefault(case_id, [])
-        outcomes = record.outcomes
-        if reruns and not record.has_outcome and last_of[key] != index:
-            outcomes = (Outcome(False, PYTEST_RERUN_EVIDENCE),)
-        for position, outcome in enumerate(outcomes):
-            rerun = bool(attempts)
-            if outcome.evidence is None:
-                # Attempts are immutable: every bare pass (or bare rerun) is one shared object.
-                shared = (outcome.passed, rerun)
-                attempt = bare.get(shared)
-                if attempt is None:
-                    attempt = bare[shared] = Attempt(passed=outcome.passed, rerun=rerun)
-            else:
-                attempt = Attempt(
-                    passed=outcome.passed, evidence=cut_evidence(outcome.evidence), rerun=rerun
-                )
-            attempts.append(attempt)
-            if position == 0 and record.duration_seconds is not None:
-                usage = {"duration_seconds": record.duration_seconds}
-                metas.append(SampleMeta(usage=usage, verdicts=_VERDICTS[outcome.passed]))
-            else:
-                metas.append(SampleMeta(verdicts=_VERDICTS[outcome.passed]))
-    return cases, samples
+            return key[0]
+        known = self._names.get(key)
+        if known is None:
+            known = self._names[key] = _distinct_name(key, self._used)
+        return known
+
+
+def record_case_ids(producer: str, records: Sequence[Record]) -> list[str]:
+    """The case id of each record, in document order, exactly as :func:`assemble_cases` names
+    the cases (for readers of the same file that show more than the model keeps)."""
+    bases, ordinals = _keys(producer, records)
+    namer = _Namer(bases, ordinals)
+    return [namer.name(key) for key in zip(bases, ordinals, strict=True)]
 
 
 def _distinct_name(key: tuple[str, int], used: set[str]) -> str:

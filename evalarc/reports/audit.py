@@ -45,7 +45,6 @@ from evalarc.packs import (
     Grader,
     Pack,
     PackCase,
-    evaluate,
     grader_sha256,
     load_pack,
     materialize_workspace,
@@ -59,8 +58,9 @@ from evalarc.reports.backends import (
     DEFAULT_TASK,
     LANGUAGES,
     BackendChoice,
+    case_limits,
     check_executor,
-    check_seconds,
+    check_image,
     close_backend,
     executor_notes,
     executor_params,
@@ -72,16 +72,14 @@ from evalarc.reports.replayed import (
     INFORMATIONAL,
     SCOPE,
     RecordedOptions,
-    adopt_timings,
     case_labels,
     events_check,
-    fixed_clock,
     recorded_options,
     recorded_pack,
     recorded_text,
     recordings_store,
-    refuse_divergences,
     replay_request,
+    replayed_report,
 )
 from evalarc.reports.run_folder import (
     EVENTS_FILE,
@@ -197,19 +195,11 @@ def resolve_audit(options: AuditOptions) -> ResolvedAudit:
         image = DEFAULT_IMAGE
     if options.backend == "local":
         image = None
-    if image is not None and (not image.strip() or any(ch.isspace() for ch in image)):
-        raise UsageError(f"--image {image!r} is not an image name")
+    check_image(image)
     seeds = validate_seeds(
         list(options.seeds) if options.seeds is not None else list(pack.default_seeds)
     )
-    limits = Limits(
-        response_timeout=check_seconds("--timeout", options.timeout),
-        case_timeout=check_seconds("--case-timeout", options.case_timeout),
-        startup_timeout=check_seconds("--startup-timeout", options.startup_timeout),
-        session_output_limit_bytes=pack.limits.session_output_limit_bytes,
-        request_limit_bytes=pack.limits.request_limit_bytes,
-        stderr_tail_bytes=pack.limits.stderr_tail_bytes,
-    )
+    limits = case_limits(pack, options.timeout, options.case_timeout, options.startup_timeout)
     without = tuple(sorted(set(options.without_cases)))
     audited = reduced_pack(pack, without, seeds) if without else pack
     check_executor(options.executor, options.backend)
@@ -691,19 +681,7 @@ def _replay_control(
 ) -> dict[str, Any]:
     backend = control.backend
     assert isinstance(backend, ReplayBackend)
-    created = saved[control.name].get("created_at")
-    run = evaluate(
-        pack,
-        control.snapshot,
-        backend,
-        options.seeds,
-        options.limits,
-        now=lambda: fixed_clock(created),
-    )
-    refuse_divergences(backend.divergences)
-    report = run.report
-    adopt_timings(report, saved[control.name], store, options.backend != "replay")
-    return report
+    return replayed_report(pack, control.snapshot, backend, options, saved[control.name], store)
 
 
 def _saved_evaluations(

@@ -217,3 +217,24 @@ def executor_params(executor: str, retry_infrastructure: int) -> dict[str, JSONV
     if retry_infrastructure:
         params["retry_infrastructure"] = retry_infrastructure
     return params
+
+
+def check_image(image: str | None) -> None:
+    """An image name is one token (``--image`` as given)."""
+    if image is not None and (not image.strip() or any(ch.isspace() for ch in image)):
+        raise UsageError(f"--image {image!r} is not an image name")
+
+
+def case_limits(
+    pack: Pack, timeout: object, case_timeout: object, startup_timeout: object
+) -> Limits:
+    """The limits every case runs under: the three time limits as given (checked), the output
+    bounds from the pack."""
+    return Limits(
+        response_timeout=check_seconds("--timeout", timeout),
+        case_timeout=check_seconds("--case-timeout", case_timeout),
+        startup_timeout=check_seconds("--startup-timeout", startup_timeout),
+        session_output_limit_bytes=pack.limits.session_output_limit_bytes,
+        request_limit_bytes=pack.limits.request_limit_bytes,
+        stderr_tail_bytes=pack.limits.stderr_tail_bytes,
+    )

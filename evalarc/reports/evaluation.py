@@ -50,7 +50,6 @@ from evalarc.packs import (
     PACK_FILE,
     EventSink,
     Pack,
-    evaluate,
     grader_sha256,
     load_pack,
     materialize_workspace,
@@ -65,8 +64,9 @@ from evalarc.reports.backends import (
     DEFAULT_TASK,
     LANGUAGES,
     BackendChoice,
+    case_limits,
     check_executor,
-    check_seconds,
+    check_image,
     close_backend,
     executor_notes,
     executor_params,
@@ -78,16 +78,14 @@ from evalarc.reports.kind import ReportKind, write_page
 from evalarc.reports.replayed import (
     INFORMATIONAL,
     SCOPE,
-    adopt_timings,
     case_labels,
     events_check,
-    fixed_clock,
     recorded_options,
     recorded_pack,
     recorded_text,
     recordings_store,
-    refuse_divergences,
     replay_request,
+    replayed_report,
 )
 from evalarc.reports.run_folder import (
     EVENTS_FILE,
@@ -173,12 +171,8 @@ def resolve_options(options: EvaluateOptions) -> tuple[Pack, list[int], Limits]:
         raise UsageError(f"unknown backend {options.backend!r} (choose docker, local or replay)")
     if options.backend == "local" and not options.trust_local:
         raise UsageError(LOCAL_REFUSAL)
-    if (
-        options.backend != "local"
-        and options.image is not None
-        and (not options.image.strip() or any(ch.isspace() for ch in options.image))
-    ):
-        raise UsageError(f"--image {options.image!r} is not an image name")
+    if options.backend != "local":
+        check_image(options.image)
     check_executor(options.executor, options.backend)
     if options.jobs is not None:
         check_jobs(options.jobs)
@@ -186,14 +180,7 @@ def resolve_options(options: EvaluateOptions) -> tuple[Pack, list[int], Limits]:
     seeds = validate_seeds(
         list(options.seeds) if options.seeds is not None else list(pack.default_seeds)
     )
-    limits = Limits(
-        response_timeout=check_seconds("--timeout", options.timeout),
-        case_timeout=check_seconds("--case-timeout", options.case_timeout),
-        startup_timeout=check_seconds("--startup-timeout", options.startup_timeout),
-        session_output_limit_bytes=pack.limits.session_output_limit_bytes,
-        request_limit_bytes=pack.limits.request_limit_bytes,
-        stderr_tail_bytes=pack.limits.stderr_tail_bytes,
-    )
+    limits = case_limits(pack, options.timeout, options.case_timeout, options.startup_timeout)
     return pack, seeds, limits
 
 
@@ -491,19 +478,7 @@ def recompute_evaluation_folder(
             request=replay_request(options, snapshot.command),
             labels=labels,
         )
-        created = recorded.get("created_at")
-        run = evaluate(
-            pack,
-            snapshot,
-            backend,
-            options.seeds,
-            options.limits,
-            now=lambda: fixed_clock(created),
-        )
-        refuse_divergences(backend.divergences)
-        report = run.report
-        adopt_timings(report, recorded, store, options.backend != "replay")
-        return report
+        return replayed_report(pack, snapshot, backend, options, recorded, store)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

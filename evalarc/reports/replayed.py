@@ -25,6 +25,7 @@ from evalarc.bundle import EvidenceFolder
 from evalarc.errors import EvalArcError, VerificationError
 from evalarc.packs import (
     Pack,
+    evaluate,
     load_pack,
     validate_seeds,
 )
@@ -34,10 +35,12 @@ from evalarc.runtime.protocol import Limits
 from evalarc.runtime.replay import (
     Divergence,
     RecordingStore,
+    ReplayBackend,
     RuntimeRequest,
     case_label,
     read_store,
 )
+from evalarc.runtime.snapshot import Snapshot
 
 SCOPE = (
     "Replayed the folder's recordings through today's grader with the recorded options and "
@@ -316,3 +319,29 @@ def case_labels(pack: Pack, seeds: Sequence[int]) -> list[str]:
         for seed in seeds
         for case in pack.grader.generate_cases(seed)
     ]
+
+
+def replayed_report(
+    pack: Pack,
+    snapshot: Snapshot,
+    backend: ReplayBackend,
+    options: RecordedOptions,
+    saved: Mapping[str, Any],
+    store: RecordingStore,
+) -> dict[str, Any]:
+    """Evaluate ``snapshot`` again with every case answered from the folder's recordings, at
+    the saved report's clock; a divergent recording is refused, and the timings that cannot be
+    recomputed are taken from ``saved``."""
+    created = saved.get("created_at")
+    run = evaluate(
+        pack,
+        snapshot,
+        backend,
+        options.seeds,
+        options.limits,
+        now=lambda: fixed_clock(created),
+    )
+    refuse_divergences(backend.divergences)
+    report = run.report
+    adopt_timings(report, saved, store, options.backend != "replay")
+    return report

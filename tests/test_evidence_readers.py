@@ -1,0 +1,113 @@
+"""Case evidence goes through the readers' public API: the same walkers, caps and case ids."""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from evalarc.evidence import read_case_evidence
+from evalarc.formats import load_results, promptfoo
+from evalarc.formats.junit import scan_records
+from evalarc.formats.junit_producers import assemble_cases, identify_producer, record_case_ids
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "recordings" / "examples" / "results-diff"
+
+
+def test_evidence_imports_no_private_name_of_the_readers() -> None:
+    private: list[str] = []
+    for module in sorted((ROOT / "evalarc" / "evidence").glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "evalarc.formats"
+            ):
+                private += [
+                    f"{module.name}: {a.name}" for a in node.names if a.name.startswith("_")
+                ]
+    assert private == []
+
+
+def _row(description: str, output: str, passed: bool) -> dict[str, object]:
+    return {
+        "success": passed,
+        "provider": {"id": "echo"},
+        "prompt": {"raw": "p", "label": "p"},
+        "response": {"output": output},
+        "testCase": {"description": description, "vars": {"q": description}},
+    }
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text(json.dumps({"results": {"version": 3, "results": rows}}), encoding="utf-8")
+    return path
+
+
+def test_promptfoo_evidence_streams_rows_under_the_readers_ids_and_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [_row("a", "one", True), _row("b", "two", False), _row("a", "three", False)]
+    path = _write(tmp_path / "pf.json", rows)
+    evidence = read_case_evidence(path, "promptfoo")
+    run = load_results(path, "promptfoo", 1.0)
+    assert list(evidence) == list(run.cases) == ["a", "b"]
+    titles = [
+        section.title for section in evidence["a"].sections if "assertion" not in section.title
+    ]
+    assert titles == ["Repeat 1 · echo", "Repeat 2 · echo"]
+    outputs = [
+        item.text for s in evidence["a"].sections for item in s.items if item.label == "output"
+    ]
+    assert outputs == ["one", "three"]
+    # The reader's row cap applies to the evidence walk too: no evidence rather than a whole parse.
+    monkeypatch.setattr(promptfoo, "MAX_ROWS", 2)
+    assert read_case_evidence(path, "promptfoo") == {}
+
+
+def test_promptfoo_evidence_refuses_what_the_reader_refuses(tmp_path: Path) -> None:
+    path = tmp_path / "dup.json"
+    path.write_text(
+        '{"results": {"results": [{"success": true, "success": false}]}}', encoding="utf-8"
+    )
+    assert read_case_evidence(path, "promptfoo") == {}
+
+
+def test_junit_record_ids_are_the_case_ids_the_reader_builds() -> None:
+    xml = (
+        b'<testsuites><testsuite name="one"><testcase classname="m" name="t"/>'
+        b'<testcase classname="m" name="t"><failure message="x"/></testcase></testsuite>'
+        b'<testsuite name="two"><testcase classname="m" name="t"/>'
+        b'<testcase classname="m" name="t #2"/></testsuite></testsuites>'
+    )
+    facts, records = scan_records(io.BytesIO(xml), "r.xml")
+    producer = identify_producer(facts, records)
+    ids = record_case_ids(producer, records)
+    cases, _ = assemble_cases(producer, list(records))
+    assert ids == ["m::t", "m::t", "m::t #3", "m::t #2"]
+    assert list(dict.fromkeys(ids)) == list(cases)
+    evidence = read_case_evidence(EXAMPLES / "junit" / "current.xml", "junit")
+    assert list(evidence) == list(
+        load_results(EXAMPLES / "junit" / "current.xml", "junit", 1.0).cases
+    )
+
+
+def test_junit_attempts_share_read_only_usage_but_keep_each_duration() -> None:
+    from evalarc.formats.junit import read_junit_bytes
+    from evalarc.formats.model import Source
+
+    xml = (
+        b'<testsuites><testsuite name="s"><testcase name="a" time="0.5"/>'
+        b'<testcase name="b" time="0.5"/><testcase name="c" time="-0"/>'
+        b'<testcase name="d" time="0"/><testcase name="e"/><testcase name="f"/>'
+        b"</testsuite></testsuites>"
+    )
+    run = read_junit_bytes(xml, Source("r.xml", "0" * 64), 1.0)
+    usage = {case: metas[0].usage for case, metas in run.samples.items()}
+    assert usage["s::a"] is usage["s::b"] and usage["s::a"] == {"duration_seconds": 0.5}
+    assert str(usage["s::c"]["duration_seconds"]) == "-0.0"
+    assert str(usage["s::d"]["duration_seconds"]) == "0.0"
+    assert usage["s::e"] == usage["s::f"] == {}
+    assert all(len(attempts["passed"]) == 1 for attempts in run.cases.values())
