@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import math
 import os
-import platform
 import secrets
 import select
 import socket
@@ -65,7 +64,6 @@ from typing import Any
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
-from evalarc.canonical import JSONValue
 from evalarc.errors import EnvironmentFailure
 from evalarc.runtime.jsonl import (
     CASE_BUDGET_EXHAUSTED,
@@ -73,18 +71,20 @@ from evalarc.runtime.jsonl import (
     NO_EXIT_AFTER_EOF,
     RESPONSE_TIMEOUT,
     STDIN_WRITE_TIMEOUT,
-    UNSOLICITED_STDOUT,
     ResponseReader,
     capped_deadline,
-    describe_line,
-    encode_request,
     exit_code_message,
-    parse_response,
 )
-from evalarc.runtime.local import CaseClock
 from evalarc.runtime.owner import EXPIRES_LABEL, OWNER_LABEL, owner_alive, owner_id
 from evalarc.runtime.protocol import AgentFault, Limits, Transcript
 from evalarc.runtime.recording import CLEANUP_FAILED
+from evalarc.runtime.session_common import (
+    CaseClock,
+    Session,
+    check_case_budget,
+    host_runtime,
+    kill_sessions,
+)
 from evalarc.runtime.snapshot import expand_command
 
 DEFAULT_IMAGE = "python:3.12-slim"
@@ -197,7 +197,7 @@ def _docker_failure(action: str, error: BaseException) -> EnvironmentFailure:
     return EnvironmentFailure(f"Docker could not {action}: {explanation}")
 
 
-class DockerSession:
+class DockerSession(Session):
     """One candidate process: a ``docker exec`` of the readiness prelude in the case container.
 
     Any AgentFault ends the session: the fault is recorded, the process killed, the fault
@@ -209,8 +209,8 @@ class DockerSession:
         self._case = case
         self._limits = case.limits
         self._clock = case.clock
+        self._transcript = case.transcript
         self.index = index
-        """0-based position of this session in its case."""
         self._reader = ResponseReader(
             self._limits.session_output_limit_bytes, self._limits.stderr_tail_bytes
         )
@@ -238,25 +238,6 @@ class DockerSession:
     def exit_code(self) -> int | None:
         """The exit status once ended (-9 when the host killed it), else None."""
         return self._exit_code
-
-    @property
-    def stdout_bytes(self) -> int:
-        return self._reader.stdout_bytes
-
-    @property
-    def stderr_bytes(self) -> int:
-        return self._reader.stderr_bytes
-
-    @property
-    def output_bytes(self) -> int:
-        return self._reader.output_bytes
-
-    @property
-    def ended(self) -> bool:
-        return self._ended
-
-    def stderr_tail(self) -> str:
-        return self._reader.stderr_tail()
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -317,66 +298,25 @@ class DockerSession:
                 )
             self._pump(remaining, write=None)
 
-    # -- the protocol -------------------------------------------------------------------------
+    # -- the exit after EOF (the rest of the protocol is in Session) --------------------------
 
-    def exchange(self, request: JSONValue) -> JSONValue:
-        line = encode_request(request, self._limits.request_limit_bytes)
-        self._require_running()
-        self._record("send", line=line[:-1].decode("ascii"))
-        try:
-            deadline, case_bound = self._response_deadline(RESPONSE_TIMEOUT)
-            self._write(line, deadline, case_bound)
-            response = self._read_line(deadline, case_bound)
-            self._record("recv", **describe_line(response))
-            return parse_response(response)
-        except (AgentFault, EnvironmentFailure) as failure:
-            self._fail(failure)
-            raise
-
-    def stop_eof(self) -> None:
-        self._require_running()
-        try:
-            self._close_stdin()
-            self._record("eof")
-            deadline, case_bound = self._response_deadline(NO_EXIT_AFTER_EOF)
-            while not self._eof:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else NO_EXIT_AFTER_EOF)
-                self._pump(remaining, write=None)
-            code = self._wait_exit_code(deadline)
-            if code is None:
+    def _wait_clean_exit(self) -> None:
+        deadline, case_bound = self._response_deadline(NO_EXIT_AFTER_EOF)
+        while not self._eof:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else NO_EXIT_AFTER_EOF)
-            self._exit_code = code
-            if code in LAUNCH_FAILURE_CODES:
-                raise self._launch_failure(code)
-            if code != 0:
-                raise AgentFault(exit_code_message(code))
-            if self._reader.has_unsolicited_stdout():
-                raise AgentFault(UNSOLICITED_STDOUT)
-        except (AgentFault, EnvironmentFailure) as failure:
-            self._fail(failure)
-            raise
-        self._finish(killed=False)
-
-    def kill(self) -> None:
-        if not self._ended:
-            self._finish(killed=True)
+            self._pump(remaining, write=None)
+        code = self._wait_exit_code(deadline)
+        if code is None:
+            raise AgentFault(CASE_BUDGET_EXHAUSTED if case_bound else NO_EXIT_AFTER_EOF)
+        self._exit_code = code
+        if code in LAUNCH_FAILURE_CODES:
+            raise self._launch_failure(code)
+        if code != 0:
+            raise AgentFault(exit_code_message(code))
 
     # -- internals ----------------------------------------------------------------------------
-
-    def _require_running(self) -> None:
-        if self._ended:
-            raise RuntimeError(f"session {self.index} has already ended")
-
-    def _record(self, event: str, **data: Any) -> None:
-        self._case.transcript.add(event, self.index, self._clock.elapsed(), **data)
-
-    def _response_deadline(self, message: str) -> tuple[float, bool]:
-        deadline, chosen = capped_deadline(
-            time.monotonic(), self._limits.response_timeout, self._clock.deadline, message
-        )
-        return deadline, chosen == CASE_BUDGET_EXHAUSTED
 
     def _pump(self, timeout: float, write: memoryview | None) -> int:
         """Wait up to ``timeout`` for output (and for room to write ``write``); handle what came.
@@ -508,11 +448,6 @@ class DockerSession:
             with suppress(OSError):
                 self._socket.shutdown(socket.SHUT_WR)
 
-    def _fail(self, failure: AgentFault | EnvironmentFailure) -> None:
-        kind = "agent" if isinstance(failure, AgentFault) else "environment"
-        self._record("fault", message=failure.message, kind=kind)
-        self._finish(killed=True)
-
     def _finish(self, killed: bool) -> None:
         """Make sure the process is gone, then record exit and diagnostics."""
         if self._ended:
@@ -542,13 +477,7 @@ class DockerSession:
             self._close_stream()
         if not self._exec_id:
             return
-        self._record("exit", code=self._exit_code)
-        self._record(
-            "stderr",
-            tail=self._reader.stderr_tail(),
-            stdout_bytes=self._reader.stdout_bytes,
-            stderr_bytes=self._reader.stderr_bytes,
-        )
+        self._record_exit(self._exit_code)
 
     def _drain_for(self, timeout: float) -> None:
         """Read whatever output arrives within ``timeout`` seconds (used while killing)."""
@@ -605,11 +534,7 @@ class DockerCaseRun:
         if self._closed:
             raise RuntimeError("case is closed")
         index = len(self.sessions)
-        if time.monotonic() >= self.clock.deadline:
-            self.transcript.add(
-                "fault", index, self.clock.elapsed(), message=CASE_BUDGET_EXHAUSTED, kind="agent"
-            )
-            raise AgentFault(CASE_BUDGET_EXHAUSTED)
+        check_case_budget(self.transcript, self.clock, index)
         argv = self.backend.expand()
         self.transcript.add("start", index, self.clock.elapsed(), argv=argv)
         session = DockerSession(self, index, argv)
@@ -711,11 +636,7 @@ class DockerCaseRun:
             return
         self._closed = True
         problems: list[str] = self.cleanup_problems
-        for session in self.sessions:
-            try:
-                session.kill()
-            except EnvironmentFailure as error:
-                problems.append(error.message)
+        kill_sessions(self.sessions, problems)
         try:
             self.remove_container()
         except EnvironmentFailure as error:
@@ -786,9 +707,7 @@ class DockerBackend:
             **self.limits.to_json(),
             "state_size_bytes": STATE_SIZE_BYTES,
             "state_inodes": STATE_INODES,
-            "python": platform.python_version(),
-            "os": platform.system(),
-            "architecture": platform.machine(),
+            **host_runtime(),
         }
 
     def expand(self) -> list[str]:
@@ -861,8 +780,7 @@ class DockerBackend:
         """Open one case; /state is the case container's own bounded tmpfs, so nothing of the
         case is written on the host (``label`` only names the case in messages)."""
         del label
-        opened = time.monotonic()
-        clock = CaseClock(opened=opened, deadline=opened + self.limits.case_timeout)
+        clock = CaseClock.start(self.limits.case_timeout)
         run = DockerCaseRun(self, clock)
         try:
             yield run

@@ -7,16 +7,16 @@ multiplexed with ``poll`` (no descriptor-number ceiling, unlike ``select``), so 
 floods output while we write cannot deadlock us, and every wait is capped by both the response
 timeout and the case deadline. Process exit is watched through a pidfd where Linux offers one.
 
-:class:`PipeSession` holds the launcher-agnostic half (pipes, deadlines, transcript); a backend
-that launches a different child (the Docker CLI) can reuse it and override the ``_before_kill``,
-``_exit_failure`` and ``_stdout_closed_failure`` hooks.
+:class:`PipeSession` holds the pipe half (polling, the EOF wait, killing the group) on top of the
+protocol half both backends share (:mod:`evalarc.runtime.session_common`); a launcher of a
+different child can reuse it and override the ``_before_kill``, ``_exit_failure`` and
+``_stdout_closed_failure`` hooks.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import platform
 import re
 import select
 import shutil
@@ -27,11 +27,9 @@ import tempfile
 import time
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalarc.canonical import JSONValue
 from evalarc.errors import EnvironmentFailure
 from evalarc.runtime.jsonl import (
     CASE_BUDGET_EXHAUSTED,
@@ -40,15 +38,20 @@ from evalarc.runtime.jsonl import (
     NO_EXIT_AFTER_EOF,
     RESPONSE_TIMEOUT,
     STDIN_WRITE_TIMEOUT,
-    UNSOLICITED_STDOUT,
     ResponseReader,
     capped_deadline,
-    describe_line,
-    encode_request,
     exit_code_message,
-    parse_response,
 )
 from evalarc.runtime.protocol import AgentFault, Limits, Transcript
+from evalarc.runtime.session_common import (
+    CaseClock as CaseClock,
+)
+from evalarc.runtime.session_common import (
+    Session,
+    check_case_budget,
+    host_runtime,
+    kill_sessions,
+)
 from evalarc.runtime.snapshot import expand_command
 
 LOCAL_PATH = "/bin:/usr/bin"
@@ -59,18 +62,7 @@ _READ_CHUNK = 65536
 _POLL_INTERVAL = 0.01
 
 
-@dataclass(frozen=True, slots=True)
-class CaseClock:
-    """The monotonic origin and deadline of one case, shared by its sessions."""
-
-    opened: float
-    deadline: float
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.opened
-
-
-class PipeSession:
+class PipeSession(Session):
     """One candidate process spoken to over stdin/stdout/stderr pipes.
 
     Any AgentFault ends the session: the fault is recorded, the process group is killed and the
@@ -114,67 +106,20 @@ class PipeSession:
         """The exit status once reaped (negative signal number when killed), else None."""
         return self._process.returncode
 
-    @property
-    def stdout_bytes(self) -> int:
-        return self._reader.stdout_bytes
+    # -- the exit after EOF (the rest of the protocol is in Session) --------------------------
 
-    @property
-    def stderr_bytes(self) -> int:
-        return self._reader.stderr_bytes
-
-    @property
-    def output_bytes(self) -> int:
-        return self._reader.output_bytes
-
-    @property
-    def ended(self) -> bool:
-        return self._ended
-
-    def stderr_tail(self) -> str:
-        return self._reader.stderr_tail()
-
-    # -- the protocol -------------------------------------------------------------------------
-
-    def exchange(self, request: JSONValue) -> JSONValue:
-        line = encode_request(request, self._limits.request_limit_bytes)
-        self._require_running()
-        self._record("send", line=line[:-1].decode("ascii"))
-        try:
-            deadline, case_bound = self._deadline()
-            self._write(line, deadline, case_bound)
-            response = self._read_line(deadline, case_bound)
-            self._record("recv", **describe_line(response))
-            return parse_response(response)
-        except (AgentFault, EnvironmentFailure) as failure:
-            self._fail(failure)
-            raise
-
-    def stop_eof(self) -> None:
-        self._require_running()
-        try:
-            self._close_stdin()
-            self._record("eof")
-            deadline, message = capped_deadline(
-                time.monotonic(),
-                self._limits.response_timeout,
-                self._clock.deadline,
-                NO_EXIT_AFTER_EOF,
-            )
-            self._wait_exit(deadline, message)
-            code = self._process.returncode
-            assert code is not None
-            if code != 0:
-                raise self._exit_failure(code)
-            if self._reader.has_unsolicited_stdout():
-                raise AgentFault(UNSOLICITED_STDOUT)
-        except (AgentFault, EnvironmentFailure) as failure:
-            self._fail(failure)
-            raise
-        self._finish(killed=False)
-
-    def kill(self) -> None:
-        if not self._ended:
-            self._finish(killed=True)
+    def _wait_clean_exit(self) -> None:
+        deadline, message = capped_deadline(
+            time.monotonic(),
+            self._limits.response_timeout,
+            self._clock.deadline,
+            NO_EXIT_AFTER_EOF,
+        )
+        self._wait_exit(deadline, message)
+        code = self._process.returncode
+        assert code is not None
+        if code != 0:
+            raise self._exit_failure(code)
 
     # -- hooks for other process launchers ----------------------------------------------------
 
@@ -190,22 +135,6 @@ class PipeSession:
         return AgentFault(NO_COMPLETE_RESPONSE)
 
     # -- internals ----------------------------------------------------------------------------
-
-    def _require_running(self) -> None:
-        if self._ended:
-            raise RuntimeError(f"session {self.index} has already ended")
-
-    def _record(self, event: str, **data: Any) -> None:
-        self._transcript.add(event, self.index, self._clock.elapsed(), **data)
-
-    def _deadline(self) -> tuple[float, bool]:
-        deadline, message = capped_deadline(
-            time.monotonic(),
-            self._limits.response_timeout,
-            self._clock.deadline,
-            RESPONSE_TIMEOUT,
-        )
-        return deadline, message == CASE_BUDGET_EXHAUSTED
 
     def _write(self, data: bytes, deadline: float, case_bound: bool) -> None:
         """Write all of ``data`` to stdin, draining stdout/stderr meanwhile."""
@@ -285,11 +214,6 @@ class PipeSession:
             with suppress(BrokenPipeError):
                 stdin.close()
 
-    def _fail(self, failure: AgentFault | EnvironmentFailure) -> None:
-        kind = "agent" if isinstance(failure, AgentFault) else "environment"
-        self._record("fault", message=failure.message, kind=kind)
-        self._finish(killed=True)
-
     def _finish(self, killed: bool) -> None:
         """Kill the whole process group, reap the child, record exit and diagnostics."""
         if self._ended:
@@ -313,13 +237,7 @@ class PipeSession:
             self._collect_leftovers()
         finally:
             self._close_pipes()
-        self._record("exit", code=self._process.returncode)
-        self._record(
-            "stderr",
-            tail=self._reader.stderr_tail(),
-            stdout_bytes=self._reader.stdout_bytes,
-            stderr_bytes=self._reader.stderr_bytes,
-        )
+        self._record_exit(self._process.returncode)
 
     def _collect_leftovers(self) -> None:
         """Read what is already in the pipes (for the stderr tail); limits no longer matter."""
@@ -398,11 +316,7 @@ class LocalCaseRun:
         if self._closed:
             raise RuntimeError("case is closed")
         index = len(self.sessions)
-        if time.monotonic() >= self.clock.deadline:
-            self.transcript.add(
-                "fault", index, self.clock.elapsed(), message=CASE_BUDGET_EXHAUSTED, kind="agent"
-            )
-            raise AgentFault(CASE_BUDGET_EXHAUSTED)
+        check_case_budget(self.transcript, self.clock, index)
         argv = self._backend.expand(self.state_dir)
         self.transcript.add("start", index, self.clock.elapsed(), argv=argv)
         try:
@@ -434,11 +348,7 @@ class LocalCaseRun:
             return
         self._closed = True
         problems: list[str] = []
-        for session in self.sessions:
-            try:
-                session.kill()
-            except EnvironmentFailure as error:
-                problems.append(error.message)
+        kill_sessions(self.sessions, problems)
         try:
             shutil.rmtree(self.state_dir)
         except FileNotFoundError:
@@ -473,9 +383,7 @@ class LocalBackend:
             "image_id": None,
             "command": list(self.command),
             **self.limits.to_json(),
-            "python": platform.python_version(),
-            "os": platform.system(),
-            "architecture": platform.machine(),
+            **host_runtime(),
         }
 
     def environment(self) -> dict[str, str]:
@@ -487,8 +395,7 @@ class LocalBackend:
 
     @contextmanager
     def open_case(self, label: str) -> Iterator[LocalCaseRun]:
-        opened = time.monotonic()
-        clock = CaseClock(opened=opened, deadline=opened + self.limits.case_timeout)
+        clock = CaseClock.start(self.limits.case_timeout)
         self._cases += 1
         try:
             self.work_root.mkdir(parents=True, exist_ok=True)
