@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalarc.evidence import read_case_evidence
+from evalarc.evidence.junit import read_junit_evidence
 from evalarc.formats import load_results, promptfoo
 from evalarc.formats.junit import scan_records
 from evalarc.formats.junit_producers import assemble_cases, identify_producer, record_case_ids
@@ -111,3 +112,32 @@ def test_junit_attempts_share_read_only_usage_but_keep_each_duration() -> None:
     assert str(usage["s::d"]["duration_seconds"]) == "0.0"
     assert usage["s::e"] == usage["s::f"] == {}
     assert all(len(attempts["passed"]) == 1 for attempts in run.cases.values())
+
+
+@pytest.mark.parametrize("side", ["baseline", "current"])
+def test_junit_case_views_show_each_attempt_as_pytest_reported_it(corpus: Path, side: str) -> None:
+    # pytest-rerunfailures writes a failed attempt it reran as a bare <testcase/>, which reads
+    # as a pass; the case view must show what pytest itself reported (its -rA words, truth.json),
+    # the verdict the gate counts.
+    folder = corpus / "junit" / "pytest-rerunfailures"
+    truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))[side]
+    evidence = read_junit_evidence(folder / f"{side}.xml")
+    shown = {"pass": "passed", "fail": "failed", "error": "unassessed", "skip": "unassessed"}
+    reruns = 0
+    for case_id, attempts in truth.items():
+        heads = [
+            section
+            for section in evidence[case_id].sections
+            if section.title.startswith("Attempt ") and " · " not in section.title
+        ]
+        outcomes = [
+            next(entry.text for entry in head.items if entry.label == "outcome") for head in heads
+        ]
+        rerun = " (a rerun of a failed attempt)"
+        expected = [
+            shown[attempt["outcome"]] + (rerun if attempt["rerun"] else "") for attempt in attempts
+        ]
+        assert outcomes == expected, case_id
+        reruns += sum(1 for attempt in attempts if attempt["rerun"])
+    if side == "current":
+        assert reruns > 0  # the pair exercises the rerun shape

@@ -19,9 +19,11 @@ from pathlib import Path
 import defusedxml.ElementTree as SafeElementTree
 
 from evalarc.errors import EvalArcError
-from evalarc.evidence.model import CaseEvidence, Section, SideEvidence
+from evalarc.evidence.model import CaseEvidence, Section, SideEvidence, item
 from evalarc.formats.junit import SUITE_TAGS, scan_records
 from evalarc.formats.junit_producers import identify_producer, record_case_ids
+from evalarc.formats.load import load_results
+from evalarc.formats.model import Attempt
 
 OUTCOME_ORDER = (
     "failure",
@@ -114,8 +116,43 @@ def read_junit_evidence(path: Path) -> CaseEvidence:
             for section in sections:
                 section.title = section.title.replace("Attempt 0", f"Attempt {number}", 1)
                 side.add(section)
+        run = load_results(path, "junit")
     except (EvalArcError, ElementTree.ParseError, ValueError, OSError):
         return {}
     if count != len(ids):
         return {}
+    for case_id, side in found.items():
+        _show_verdicts(side, run.cases.get(case_id, {}))
     return found
+
+
+def _verdict_text(attempt: Attempt) -> str:
+    shown = {True: "passed", False: "failed", None: "unassessed"}[attempt.passed]
+    return f"{shown} (a rerun of a failed attempt)" if attempt.rerun else shown
+
+
+def _show_verdicts(side: SideEvidence, checks: dict[str, list[Attempt]]) -> None:
+    """Put the diff's own verdict on each attempt's head section. A testcase element with no
+    child reads as a pass, but pytest-rerunfailures writes a failed attempt that it reran
+    exactly so: the case view must say what the gate counted, never the bare element. When the
+    attempts do not pair one to one with the elements, the element's own outcome is labelled as
+    such and the verdicts are listed in one section."""
+    heads = [section for section in side.sections if section.title.startswith("Attempt ")]
+    heads = [section for section in heads if " · " not in section.title]
+    attempts = next(iter(checks.values())) if len(checks) == 1 else []
+    if attempts and len(attempts) == len(heads):
+        for head, attempt in zip(heads, attempts, strict=True):
+            for index, entry in enumerate(head.items):
+                if entry.label == "outcome":
+                    head.items[index] = item("outcome", _verdict_text(attempt))
+            head.tone = {True: "ok", False: "bad", None: "warn"}[attempt.passed]
+        return
+    for head in heads:
+        for index, entry in enumerate(head.items):
+            if entry.label == "outcome":
+                head.items[index] = item("element outcome", entry.text)
+    if attempts:
+        summary = Section("Attempts as the diff counts them")
+        for number, attempt in enumerate(attempts, start=1):
+            summary.add(f"attempt {number}", _verdict_text(attempt))
+        side.sections.insert(0, summary)
