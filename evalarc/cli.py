@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from evalarc.cli_emit import Group, Outcome, echo, emit, start
+from evalarc.cli_emit import Group, Outcome, cancelled_at_exit, echo, emit, start
 from evalarc.cli_options import (
     LANGUAGE_CHOICE,
     THRESHOLD_HELP,
@@ -517,5 +517,16 @@ def demo(output: Path, quiet: bool) -> None:
     emit(Outcome(ExitCode.ACCEPTED, lines, published=True))
 
 
+def run() -> None:
+    """The ``evalarc`` program: :func:`main` with one last guard. A cancelling signal that lands
+    while a cancelled command is already exiting (after its cleanup and its "cancelled" line)
+    would otherwise surface as an uncaught KeyboardInterrupt, and Python would report a death
+    by SIGINT instead of exit 130."""
+    try:
+        main()
+    except KeyboardInterrupt:
+        cancelled_at_exit()
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()

@@ -34,9 +34,27 @@ def note(message: str) -> None:
     echo(f"evalarc: {message}", err=True)
 
 
+_CANCELLED_SAID: list[bool] = []
+
+
 def fail(message: str, code: ExitCode = ExitCode.INVALID) -> NoReturn:
     note(message)
+    if code == ExitCode.CANCELLED:
+        _CANCELLED_SAID.append(True)
     sys.exit(int(code))
+
+
+def cancelled_at_exit() -> NoReturn:
+    """Exit 130 for a KeyboardInterrupt that escaped the command group (one that arrived while
+    the program was already exiting): ignore further cancelling signals, say "cancelled" once."""
+    if threading.current_thread() is threading.main_thread():
+        from evalarc.bundle import CANCELLING_SIGNALS
+
+        for number in CANCELLING_SIGNALS:
+            signal.signal(number, signal.SIG_IGN)
+    if not _CANCELLED_SAID:
+        note("cancelled")
+    sys.exit(int(ExitCode.CANCELLED))
 
 
 @dataclass(frozen=True)

@@ -202,3 +202,34 @@ def test_emit_prints_a_typed_model_by_its_to_json(capsys: pytest.CaptureFixture[
     printed = capsys.readouterr().out
     assert json.loads(printed) == {"schema_version": "x.v1", "name": "\u202egnp.exe"}
     assert "\u202e" not in printed  # the bidi control is printed as its JSON escape
+
+
+def test_a_cancel_escaping_the_group_still_exits_130_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A KeyboardInterrupt that reaches the top (a signal landing while a cancelled command is
+    # already exiting) must end as exit 130, not as Python's death by SIGINT.
+    import signal
+
+    from evalarc import cli, cli_emit
+    from evalarc.bundle import CANCELLING_SIGNALS
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    saved = {number: signal.getsignal(number) for number in CANCELLING_SIGNALS}
+    monkeypatch.setattr(cli, "main", interrupted)
+    monkeypatch.setattr(cli_emit, "_CANCELLED_SAID", [])
+    try:
+        with pytest.raises(SystemExit) as exited:
+            cli.run()
+        assert exited.value.code == 130
+        assert capsys.readouterr().err == "evalarc: cancelled\n"
+        monkeypatch.setattr(cli_emit, "_CANCELLED_SAID", [True])  # the group said it already
+        with pytest.raises(SystemExit) as exited:
+            cli.run()
+        assert exited.value.code == 130
+        assert capsys.readouterr().err == ""
+    finally:
+        for number, handler in saved.items():
+            signal.signal(number, handler)
