@@ -8,6 +8,8 @@ an escaped code span, and terminal lines fold control characters away.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from evalarc.review.diff_model import (
     KIND_ORDER,
     PARTITIONS,
@@ -17,6 +19,7 @@ from evalarc.review.diff_model import (
     DiffReport,
     Generalization,
     Leakage,
+    LeakHit,
     RunSummary,
     SideTally,
     Usage,
@@ -45,6 +48,25 @@ def md_code(value: object) -> str:
     ``|`` -> ``\\|``, backticks -> apostrophes, CR/LF -> spaces."""
     text = _one_line(str(value)).replace("`", "'").replace("|", "\\|")
     return f"`{text}`" if text.strip() else "` `"
+
+
+def leak_hit_table(hits: Sequence[LeakHit]) -> str:
+    """The Markdown table of leakage hits (diff and hillclimb summaries alike)."""
+    rows = [
+        "| File | Line | Case | Partition | Role | Text |",
+        "| --- | ---: | --- | --- | --- | --- |",
+    ]
+    for hit in hits:
+        line = "—" if hit.line is None else str(hit.line)
+        partition = "—" if hit.partition is None else hit.partition.replace("_", " ")
+        text = hit.text
+        if len(text) > _MARKDOWN_HIT_TEXT:
+            text = text[:_MARKDOWN_HIT_TEXT] + "…"
+        rows.append(
+            f"| {md_code(hit.file)} | {line} | {md_code(hit.case_id)} | {partition} | "
+            f"{hit.role} | {md_code(text)} |"
+        )
+    return "\n".join(rows)
 
 
 def escape_md_prose(text: str) -> str:
@@ -395,21 +417,7 @@ def _leakage_section(leakage: Leakage) -> str:
     )
     blocks = [heading, intro]
     if hits:
-        rows = [
-            "| File | Line | Case | Partition | Role | Text |",
-            "| --- | ---: | --- | --- | --- | --- |",
-        ]
-        for hit in hits[:MAX_MARKDOWN_HITS]:
-            line = "—" if hit.line is None else str(hit.line)
-            partition = "—" if hit.partition is None else hit.partition.replace("_", " ")
-            text = hit.text
-            if len(text) > _MARKDOWN_HIT_TEXT:
-                text = text[:_MARKDOWN_HIT_TEXT] + "…"
-            rows.append(
-                f"| {md_code(hit.file)} | {line} | {md_code(hit.case_id)} | {partition} | "
-                f"{hit.role} | {md_code(text)} |"
-            )
-        blocks.append("\n".join(rows))
+        blocks.append(leak_hit_table(hits[:MAX_MARKDOWN_HITS]))
         more = len(hits) - MAX_MARKDOWN_HITS
         if more > 0 or leakage.truncated:
             blocks.append(

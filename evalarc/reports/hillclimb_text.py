@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalarc.reports.diff_text import escape_md_prose, md_code
+from evalarc.reports.diff_text import escape_md_prose, leak_hit_table, md_code
 from evalarc.review.hillclimb import (
     category_text,
     fraction,
@@ -24,7 +24,6 @@ from evalarc.review.hillclimb_model import HillclimbReport, Leakage, Stall, Step
 MAX_MARKDOWN_STEPS = 50
 MAX_MARKDOWN_HITS = 20
 MAX_TERMINAL_HITS = 10
-_HIT_TEXT = 80
 
 
 def _safe(value: object) -> str:
@@ -194,21 +193,7 @@ def _leakage_section(leakage: Leakage) -> str:
         f"case text(s) of at least {leakage.min_chars} characters.",
     ]
     if hits:
-        rows = [
-            "| File | Line | Case | Partition | Role | Text |",
-            "| --- | ---: | --- | --- | --- | --- |",
-        ]
-        for hit in hits[:MAX_MARKDOWN_HITS]:
-            line = "—" if hit.line is None else str(hit.line)
-            partition = "—" if hit.partition is None else hit.partition.replace("_", " ")
-            text = hit.text
-            if len(text) > _HIT_TEXT:
-                text = text[:_HIT_TEXT] + "…"
-            rows.append(
-                f"| {md_code(hit.file)} | {line} | {md_code(hit.case_id)} | {partition} | "
-                f"{hit.role} | {md_code(text)} |"
-            )
-        blocks.append("\n".join(rows))
+        blocks.append(leak_hit_table(hits[:MAX_MARKDOWN_HITS]))
         if len(hits) > MAX_MARKDOWN_HITS:
             blocks.append(f"{len(hits) - MAX_MARKDOWN_HITS} more hit(s) are in `hillclimb.json`.")
     blocks.append(f"<sub>{escape_md_prose(leakage.scope)}</sub>")
