@@ -37,9 +37,10 @@ class ReportKind:
     recompute: Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], dict[str, Any]]
     summarize: Callable[[dict[str, Any]], dict[str, Any]]
     derive: Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], Derived] | None = None
-    """Every file the writing command derives from the report (summary, case lines, page, ...)
-    by name: its exact bytes, or a check of its bytes returning a problem or None. Called with
-    the verified report; a derived file present in a folder and not listed here is refused."""
+    """Every file the writing command derives from the report besides its page (summary, case
+    lines, failure lists, events) by name: its exact bytes, or a check of its bytes returning a
+    problem or None. Called with the verified report; a derived file present in a folder and not
+    listed here (nor the page and its chunks, which :attr:`page` renders) is refused."""
     volatile: tuple[tuple[str, ...], ...] = ((),)
     """Where the report's ``created_at``/``evalarc_version`` live (paths of keys; ``*`` is every
     list item): only there are they ignored by the comparison."""
