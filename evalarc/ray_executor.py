@@ -98,7 +98,7 @@ def unpack_snapshot(blob: bytes, sha256: str, default_command: list[str], root: 
     final = root / f"evalarc-worker-{sha256[:32]}"
     if (final / "snapshot").is_dir():
         # Several workers of a node may check the cached copy at once: each in its own folder.
-        check = Path(tempfile.mkdtemp(prefix="evalarc-worker-check-", dir=root))
+        check = Path(tempfile.mkdtemp(prefix=f"evalarc-worker-check-{sha256[:32]}-", dir=root))
         try:
             snapshot = snapshot_candidate(final / "snapshot", check / "copy", default_command)
         finally:
@@ -106,7 +106,8 @@ def unpack_snapshot(blob: bytes, sha256: str, default_command: list[str], root: 
         if snapshot.sha256 == sha256:
             return _moved(snapshot, final / "snapshot")
         shutil.rmtree(final, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix="evalarc-worker-unpack-", dir=root))
+    # Named by the snapshot, so a sweep finds it when a cancelled worker was killed mid-unpack.
+    staging = Path(tempfile.mkdtemp(prefix=f"evalarc-worker-unpack-{sha256[:32]}-", dir=root))
     try:
         files = staging / "files"
         files.mkdir()
@@ -163,6 +164,8 @@ reuses a worker for many cases, so a candidate's backend is made once per worker
 MAX_BACKENDS = 8
 """Backends a worker keeps: a sweep over thousands of candidates must not make each worker
 hold thousands of engine clients."""
+CANCEL_WAIT_SECONDS = 15.0
+"""How long a cancel waits for force-cancelled case tasks to end before sweeping the nodes."""
 
 
 def run_case_on_node(
@@ -211,6 +214,9 @@ def sweep_node(snapshots: Sequence[str] = ()) -> int:
     root = Path(tempfile.gettempdir())
     for sha256 in snapshots:
         shutil.rmtree(root / f"evalarc-worker-{sha256[:32]}", ignore_errors=True)
+        for stage in ("unpack", "check"):
+            for leftover in root.glob(f"evalarc-worker-{stage}-{sha256[:32]}-*"):
+                shutil.rmtree(leftover, ignore_errors=True)
     client = connect()
     try:
         return sweep_containers(client)
@@ -457,10 +463,15 @@ class RayExecutor:
 
     def cancel(self) -> None:
         self._queued.clear()
-        for ref in list(self._pending):
+        refs = list(self._pending)
+        for ref in refs:
             with contextlib.suppress(Exception):
                 self._ray.cancel(ref, force=True)
         self._pending.clear()
+        # A forced cancel kills the worker asynchronously: wait (bounded) until the killed tasks
+        # have ended, so the sweep does not race a worker still unpacking or starting a case.
+        with contextlib.suppress(Exception):
+            self._ray.wait(refs, num_returns=len(refs), timeout=CANCEL_WAIT_SECONDS)
         self.sweep()
 
     def sweep(self) -> None:
