@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Replace the generating machine's absolute paths in the generated corpus files.
 
-    python3 tests/corpus/scrub_paths.py            # every generated file under tests/corpus
-    python3 tests/corpus/scrub_paths.py --check    # exit 1 and list the files that still hold one
+    .venv/bin/python tests/corpus/scrub_paths.py           # every generated file under tests/corpus
+    .venv/bin/python tests/corpus/scrub_paths.py --check   # exit 1 and list the files that still hold one
 
 The real tools write where they ran into their output: tracebacks name the tool's venv
 (``/tmp/inspect-venv/...``), stack traces the folder the tests ran in, ``file`` attributes the
 generator's scratch folder. Those paths belong to the machine that generated the corpus, so each
 generator calls :func:`scrub_tree` on what it wrote, and every root that a path starts from is
-replaced by a placeholder (``/tmp/`` -> ``$TMPDIR/``, the checkout -> ``$REPO/``, ``/work/`` ->
-``$WORK/``, ``/root/`` and ``/home/<user>/`` -> ``$HOME/``). The rest of each path is kept, so a
+replaced by a placeholder (``/tmp/`` -> ``$TMPDIR/``, any checkout of this repository ->
+``$REPO/``, the folder this checkout sits in -> ``$WORK/``, ``/root/`` and ``/home/<user>/`` ->
+``$HOME/``). The rest of each path is kept, so a
 trace still reads as the tool wrote it. Nothing else changes; ``.eval`` archives are rewritten
 member by member with each member's own compression (Zstandard included).
 
@@ -30,15 +31,32 @@ CORPUS = Path(__file__).resolve().parent
 TEXT_SUFFIXES = {".json", ".xml", ".log", ".txt", ".jsonl"}
 _ZSTD = 93
 
-_RULES: tuple[tuple[re.Pattern[bytes], bytes], ...] = (
-    # A checkout of this repository anywhere (a worktree or clone named in a trace).
-    (re.compile(rb"/(?:work|tmp|root|home)/[^\s\"'<>:|]*?/(?=tests/corpus/)"), b"$REPO/"),
-    (re.compile(rb"(?<![\w$.-])/tmp/"), b"$TMPDIR/"),
-    (re.compile(rb"(?<![\w$.-])/work/"), b"$WORK/"),
-    (re.compile(rb"(?<![\w$.-])/root/"), b"$HOME/"),
-    (re.compile(rb"(?<![\w$.-])/home/[A-Za-z0-9_.-]+/"), b"$HOME/"),
+_WORKSPACE = CORPUS.parents[2]
+"""The folder the generating checkout sits in (its sibling worktrees and tool folders)."""
+
+
+def _rules() -> tuple[tuple[re.Pattern[bytes], bytes], ...]:
+    rules = [
+        # A checkout of this repository anywhere (a worktree or clone named in a trace).
+        (re.compile(rb"(?<![\w$.-])/[^\s\"'<>:|]*?/(?=tests/corpus/)"), b"$REPO/"),
+        (re.compile(rb"(?<![\w$.-])/tmp/"), b"$TMPDIR/"),
+    ]
+    if _WORKSPACE != Path(_WORKSPACE.anchor):
+        workspace = re.escape(str(_WORKSPACE).encode() + b"/")
+        rules.append((re.compile(rb"(?<![\w$.-])" + workspace), b"$WORK/"))
+    rules += [
+        (re.compile(rb"(?<![\w$.-])/root/"), b"$HOME/"),
+        (re.compile(rb"(?<![\w$.-])/home/[A-Za-z0-9_.-]+/"), b"$HOME/"),
+    ]
+    return tuple(rules)
+
+
+_RULES = _rules()
+_LEFT = re.compile(
+    rb"(?<![\w$.-])(?:/tmp/|/root/|/home/"
+    + (b"|" + re.escape(str(_WORKSPACE).encode() + b"/") if _WORKSPACE != Path("/") else b"")
+    + rb")"
 )
-_LEFT = re.compile(rb"(?<![\w$.-])/(?:tmp|work|root|home)/")
 
 
 def scrub_bytes(data: bytes) -> bytes:
