@@ -2,7 +2,7 @@
 """Replace the generating machine's absolute paths in the generated corpus files.
 
     .venv/bin/python tests/corpus/scrub_paths.py           # every generated file under tests/corpus
-    .venv/bin/python tests/corpus/scrub_paths.py --check   # exit 1 and list the files that still hold one
+    .venv/bin/python tests/corpus/scrub_paths.py --check   # exit 1, listing files that hold one
 
 The real tools write where they ran into their output: tracebacks name the tool's venv
 (``/tmp/inspect-venv/...``), stack traces the folder the tests ran in, ``file`` attributes the
@@ -41,7 +41,7 @@ def _rules() -> tuple[tuple[re.Pattern[bytes], bytes], ...]:
         (re.compile(rb"(?<![\w$.-])/[^\s\"'<>:|]*?/(?=tests/corpus/)"), b"$REPO/"),
         (re.compile(rb"(?<![\w$.-])/tmp/"), b"$TMPDIR/"),
     ]
-    if _WORKSPACE != Path(_WORKSPACE.anchor):
+    if Path(_WORKSPACE.anchor) != _WORKSPACE:
         workspace = re.escape(str(_WORKSPACE).encode() + b"/")
         rules.append((re.compile(rb"(?<![\w$.-])" + workspace), b"$WORK/"))
     rules += [
@@ -54,7 +54,7 @@ def _rules() -> tuple[tuple[re.Pattern[bytes], bytes], ...]:
 _RULES = _rules()
 _LEFT = re.compile(
     rb"(?<![\w$.-])(?:/tmp/|/root/|/home/"
-    + (b"|" + re.escape(str(_WORKSPACE).encode() + b"/") if _WORKSPACE != Path("/") else b"")
+    + (b"|" + re.escape(str(_WORKSPACE).encode() + b"/") if Path("/") != _WORKSPACE else b"")
     + rb")"
 )
 
