@@ -16,8 +16,9 @@ from evalarc.formats import Run, load_results
 from evalarc.formats.harness import collect_harness
 from evalarc.formats.split import CaseSplit, load_split
 from evalarc.review import hillclimb as review_hillclimb
+from evalarc.review.diff_model import Leakage, Pool
 from evalarc.review.hillclimb import HillclimbOptions, compute_hillclimb, decide
-from evalarc.review.hillclimb_model import Cost, Final, Leakage, Pool, Side
+from evalarc.review.hillclimb_model import Cost, Final, Side
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "hillclimb-review"
 RESULTS = sorted((EXAMPLE / "results").glob("0*.json"))

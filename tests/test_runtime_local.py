@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evalarc.errors import EnvironmentFailure
-from evalarc.runtime.local import CaseClock, LocalBackend, PipeSession
+from evalarc.runtime.local import LocalBackend, PipeSession
 from evalarc.runtime.protocol import (
     AgentFault,
     Backend,
@@ -22,6 +22,7 @@ from evalarc.runtime.protocol import (
     Session,
     Transcript,
 )
+from evalarc.runtime.session_common import CaseClock
 
 CANDIDATE = Path(__file__).parent / "candidates" / "behaviours"
 # Roomy limits where timing is not under test (a loaded machine starts Python slowly) and tight

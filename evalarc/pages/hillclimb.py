@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from evalarc.pages.blocks import Card, TriageRow
 from evalarc.pages.record_fields import RecordField, record_fields
 from evalarc.pages.render import render_page
+from evalarc.review.diff_model import Leakage
 from evalarc.review.hillclimb import (
     category_text,
     fraction,
@@ -20,7 +21,7 @@ from evalarc.review.hillclimb import (
     points,
     ratio_text,
 )
-from evalarc.review.hillclimb_model import Final, HillclimbReport, Leakage, Stall
+from evalarc.review.hillclimb_model import Final, HillclimbReport, Stall
 
 HIT_TEXT_CHARS = 160
 MAX_HITS = 200

@@ -212,13 +212,15 @@ def page_view(folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str
     from evalarc.pages.health import build_health_page
 
     report = HealthReport.from_json(recorded, REPORT_FILE)
-    # The page shows the last file's recorded outputs, read from the bundle's own copy.
-    last_input = params["inputs"][-1]["file"]
-    run = load_results(
-        folder.hash_file(str(last_input)),
+    # The page shows the last file's recorded outputs, read from the folder's own copy, which
+    # must be the bytes the report's last run was computed from.
+    run = recorded_run(
+        folder,
+        params["inputs"][-1],
+        recorded["runs"][-1],
         str(params["format"]),
         HealthOptions.from_params(params, PARAMS_FILE).threshold,
-    ).with_source(report.runs[-1].source)
+    )
     page = build_health_page(report, run)
     return PageView("health.html.j2", "Eval health", page.verdict_title, page)
 

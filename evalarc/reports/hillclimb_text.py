@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evalarc.reports.diff_text import escape_md_prose, leak_hit_table, md_code
+from evalarc.review.diff_model import Leakage
 from evalarc.review.hillclimb import (
     category_text,
     fraction,
@@ -19,7 +20,7 @@ from evalarc.review.hillclimb import (
     points,
     ratio_text,
 )
-from evalarc.review.hillclimb_model import HillclimbReport, Leakage, Stall, Step
+from evalarc.review.hillclimb_model import HillclimbReport, Stall, Step
 
 MAX_MARKDOWN_STEPS = 50
 MAX_MARKDOWN_HITS = 20

@@ -15,7 +15,6 @@ from typing import Any
 from evalarc.bundle import (
     MAX_REPORT_JSON_BYTES,
     PARAMS_FILE,
-    Derived,
     EvidenceFolder,
     copy_verified,
     params_document,
@@ -119,14 +118,6 @@ def trajectory_summary(recorded: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def derived_trajectory_files(
-    folder: EvidenceFolder, params: dict[str, Any], report: dict[str, Any]
-) -> Derived:
-    """The page ``write_trajectory_folder`` derives from the report, for ``verify``."""
-
-    return {}
-
-
 def page_view(folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]) -> PageView:
     from evalarc.pages.trajectory import build_trajectory_page
 
@@ -142,5 +133,4 @@ KIND = ReportKind(
     page=page_view,
     recompute=recompute_trajectory_folder,
     summarize=trajectory_summary,
-    derive=derived_trajectory_files,
 )

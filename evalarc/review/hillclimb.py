@@ -36,6 +36,7 @@ from evalarc.review.diff import (
     same_output_different_verdict,
     tally,
 )
+from evalarc.review.diff_model import Leakage, Pool
 from evalarc.review.health import TRIAGE_NEXT_STEPS, failure_triage, noise_review
 from evalarc.review.health_model import TRIAGE_CATEGORIES
 from evalarc.review.hillclimb_model import (
@@ -46,9 +47,7 @@ from evalarc.review.hillclimb_model import (
     Cost,
     Final,
     HillclimbReport,
-    Leakage,
     NoisePair,
-    Pool,
     RunEntry,
     Side,
     Snapshot,

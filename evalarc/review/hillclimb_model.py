@@ -25,8 +25,7 @@ from typing import Any
 from evalarc import schemas
 from evalarc.canonical import JSONValue
 from evalarc.formats.model import Source
-from evalarc.review.diff_model import Leakage as Leakage
-from evalarc.review.diff_model import Pool as Pool
+from evalarc.review.diff_model import Leakage, Pool
 from evalarc.review.health_model import TRIAGE_CATEGORIES, Noise
 from evalarc.review.model_json import Fields, report_fields
 

@@ -44,9 +44,7 @@ from evalarc.runtime.jsonl import (
 )
 from evalarc.runtime.protocol import AgentFault, Limits, Transcript
 from evalarc.runtime.session_common import (
-    CaseClock as CaseClock,
-)
-from evalarc.runtime.session_common import (
+    CaseClock,
     Session,
     check_case_budget,
     host_runtime,
