@@ -63,6 +63,9 @@ def interrupt_while_writing(
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # Its own process group, as a shell runs a command: only the signal this test sends
+        # reaches it, never one meant for the test runner's group.
+        start_new_session=True,
     )
     deadline = time.monotonic() + 240
     signalled = False
