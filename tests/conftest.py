@@ -170,3 +170,18 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
             "breaks --dist loadgroup (pytest-dev/pytest-xdist#1386): pip install -e '.[dev]'",
             returncode=pytest.ExitCode.USAGE_ERROR,
         )
+
+
+@pytest.fixture(autouse=True)
+def _cancelling_signals_restored() -> Iterator[None]:
+    """A command run in-process that was cancelled sets SIGINT, SIGTERM and SIGHUP to ignored
+    (so a second Ctrl-C cannot kill it while it exits); put them back after each test, or every
+    later child process of this worker would inherit an ignored Ctrl-C."""
+    import signal as _signal
+
+    names = ("SIGINT", "SIGTERM", "SIGHUP")
+    saved = {name: _signal.getsignal(getattr(_signal, name)) for name in names}
+    yield
+    for name, handler in saved.items():
+        if handler is not None:
+            _signal.signal(getattr(_signal, name), handler)
