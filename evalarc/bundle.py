@@ -147,6 +147,17 @@ def write_json(path: Path, value: JSONValue) -> None:
     write_text(path, pretty_json(value))
 
 
+def write_streamed(path: Path, write_to: Callable[[Callable[[str], object]], None]) -> None:
+    """Write a text file piece by piece: ``write_to`` is called with the file's ``write`` (the
+    same encoding as :func:`write_text`), so a large report never exists as one string."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8", errors="backslashreplace") as handle:
+            write_to(handle.write)
+    except OSError as error:
+        raise _fail_write(path, error) from None
+
+
 def copy_verified(source: Path, dest: Path, expected_sha256: str) -> None:
     """Copy ``source`` to ``dest`` byte for byte, requiring the bytes to hash to the digest
     computed when the file was read for the review (else the file changed in between)."""

@@ -29,6 +29,12 @@ def echo(message: str, err: bool = False) -> None:
     click.echo(terminal_text(str(message)), err=err)
 
 
+def _escaped_stdout(text: str) -> None:
+    """Write a piece of a document to stdout as :func:`echo` would (unsafe characters escaped;
+    the document's own final newline ends it)."""
+    click.echo(terminal_text(text), nl=False)
+
+
 def note(message: str) -> None:
     """One ``evalarc: ...`` line on stderr (a warning or a problem beside the result)."""
     echo(f"evalarc: {message}", err=True)
@@ -98,8 +104,17 @@ def emit(outcome: Outcome, to: Emission = TEXT) -> NoReturn:
         note(message)
     if to.as_json and outcome.document is not None:
         document = outcome.document
+        write_json = getattr(document, "write_json", None)
         to_json = getattr(document, "to_json", None)
-        echo(json.dumps(to_json() if callable(to_json) else document, indent=2, ensure_ascii=False))
+        if callable(write_json):
+            # A large report is written piece by piece (the same text as below).
+            write_json(_escaped_stdout)
+        else:
+            echo(
+                json.dumps(
+                    to_json() if callable(to_json) else document, indent=2, ensure_ascii=False
+                )
+            )
     else:
         for line in outcome.lines:
             echo(line)

@@ -16,15 +16,12 @@ from evalarc.review.diff import (
     BLOCKING_KINDS,
     DIFF_SCHEMA,
     DiffOptions,
-    Tally,
-    classify,
     compute_diff,
     diff_report,
     overall_passed,
-    tally,
-    within_sampling_noise,
 )
 from evalarc.review.diff_model import CostGate, DiffReport, MissingUsage
+from evalarc.review.pairing import Tally, classify, tally, within_sampling_noise
 from evalarc.review.stats import WILSON_Z, intervals_overlap, wilson_interval
 
 CREATED = "2026-01-01T00:00:00Z"

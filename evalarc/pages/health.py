@@ -13,9 +13,9 @@ from evalarc.formats.model import Run
 from evalarc.pages.blocks import Card, TriageRow
 from evalarc.pages.record_fields import RecordField, record_fields
 from evalarc.pages.render import render_page
-from evalarc.review.diff import tally
 from evalarc.review.health import TRIAGE_NEXT_STEPS
 from evalarc.review.health_model import WARNING, Finding, HealthReport
+from evalarc.review.pairing import tally
 
 MAX_CASES = 2000
 """Cases of the last file listed with their outputs; the rest stay in cases.jsonl."""

@@ -25,6 +25,7 @@ from evalarc.bundle import (
     text_bytes,
     write_bytes,
     write_json,
+    write_streamed,
     write_text,
 )
 from evalarc.canonical import JSONValue
@@ -199,13 +200,13 @@ def write_diff_folder(
         for entry, item in zip(params["harness"] or [], harness or [], strict=True):
             write_bytes(folder / entry["file"], item.data)
         write_json(folder / PARAMS_FILE, params)
-        report_json = report.to_json()
-        write_json(folder / REPORT_FILE, report_json)
+        write_streamed(folder / REPORT_FILE, report.write_json)
         write_text(folder / "summary.md", markdown_summary(report))
         # The page of the JSON just written, as verify and a site build it (reading that JSON
         # back gives this same report: tests/test_diff_model.py).
-        _remember(report_json, report)
-        write_page(folder, KIND, params, report_json)
+        parts = report.json_parts()
+        _remember(parts, report)
+        write_page(folder, KIND, params, parts)
 
 
 def recompute_diff_folder(

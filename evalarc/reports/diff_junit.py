@@ -24,8 +24,8 @@ from pathlib import Path
 
 from evalarc.errors import OutputError
 from evalarc.formats.model import Attempt, Run
-from evalarc.review.diff import Tally, tally
 from evalarc.review.diff_model import BLOCKING_KINDS, SIDES, ChangeRow, DiffReport, SideTally
+from evalarc.review.pairing import Tally, tally
 
 SUITES_NAME = "evalarc diff"
 CHECKS_SUITE = "evalarc checks"

@@ -359,7 +359,7 @@ def _count_line(counts: ChangeCounts) -> str:
     return " · ".join(items)
 
 
-def _change_table(changes: tuple[ChangeRow, ...]) -> str:
+def _change_table(changes: Sequence[ChangeRow]) -> str:
     rows = ["| Change | Case | Check | Baseline | Current |", "| --- | --- | --- | ---: | ---: |"]
     for change in changes[:MAX_MARKDOWN_CHANGES]:
         label = _kind_label(change.kind)

@@ -23,19 +23,22 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from evalarc.formats.model import Run, SampleMeta
 from evalarc.review.diff_model import (
+    BLOCKING_KINDS,
     ChangeCluster,
     ChangeGroups,
     ChangeRow,
     ClusterMember,
     PresenceChange,
 )
+from evalarc.review.pairing import ChangeRows
 
 GROUPS_NOTE = (
     "Clusters group blocking changes by a shared failure signature (output shape, error or "
@@ -67,7 +70,7 @@ class Cluster:
     signature: Signature
     kind: str
     """The members' change kind when they share one, else ``mixed``."""
-    members: tuple[ClusterMember, ...]
+    members: Sequence[ClusterMember]
 
 
 # --------------------------------------------------------------------------- signatures
@@ -179,26 +182,66 @@ def signature_of(row: ChangeRow, baseline: Run, current: Run) -> Signature:
     return Signature("kind", f"{kind.replace('_', ' ')}, no evidence recorded")
 
 
-def cluster_changes(
-    rows: Iterable[ChangeRow], baseline: Run, current: Run, blocking_kinds: Sequence[str]
-) -> list[Cluster]:
+class ClusterMembers(Sequence[ClusterMember]):
+    """The members of one cluster: positions into the diff's change rows, each member made from
+    its row's key when read (a cluster of every vanished check holds four bytes per member)."""
+
+    __slots__ = ("_positions", "_rows")
+
+    def __init__(self, rows: ChangeRows, positions: array[int]) -> None:
+        self._rows = rows
+        self._positions = positions
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> ClusterMember: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ClusterMember]: ...
+
+    def __getitem__(self, index: int | slice) -> ClusterMember | Sequence[ClusterMember]:
+        if isinstance(index, slice):
+            return tuple(ClusterMember(*self._rows.key(at)) for at in self._positions[index])
+        return ClusterMember(*self._rows.key(self._positions[index]))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(
+            mine == theirs for mine, theirs in zip(self, other, strict=True)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_REMOVED = Signature("kind", "check no longer recorded")
+
+
+def cluster_changes(rows: ChangeRows, baseline: Run, current: Run) -> list[Cluster]:
     """Blocking rows grouped by signature: largest cluster first, then by signature text;
     members in row order."""
-    grouped: dict[Signature, list[tuple[ClusterMember, str]]] = {}
-    for row in rows:
-        if row.kind not in blocking_kinds:
+    grouped: dict[Signature, tuple[array[int], set[str]]] = {}
+    for position, (_, _, kind) in enumerate(rows.row_keys()):
+        if kind not in BLOCKING_KINDS:
             continue
-        signature = signature_of(row, baseline, current)
-        member = ClusterMember(row.case_id, row.check)
-        grouped.setdefault(signature, []).append((member, row.kind))
+        # A vanished check needs no evidence: its signature is its kind (no row is built).
+        signature = (
+            _REMOVED if kind == "removed" else signature_of(rows[position], baseline, current)
+        )
+        entry = grouped.get(signature)
+        if entry is None:
+            entry = grouped[signature] = (array("I"), set())
+        entry[0].append(position)
+        entry[1].add(kind)
     clusters = []
-    for signature, entries in grouped.items():
-        kinds = {kind for _, kind in entries}
+    for signature, (positions, kinds) in grouped.items():
         clusters.append(
             Cluster(
                 signature,
                 kinds.pop() if len(kinds) == 1 else "mixed",
-                tuple(member for member, _ in entries),
+                ClusterMembers(rows, positions),
             )
         )
     clusters.sort(key=lambda cluster: (-len(cluster.members), cluster.signature.text))
@@ -219,48 +262,115 @@ def _providers_of(run: Run) -> list[str]:
     return sorted({str(name) for name in providers})
 
 
-def presence_changes(
-    rows: Sequence[ChangeRow], baseline: Run, current: Run
-) -> list[PresenceChange]:
+def presence_changes(rows: ChangeRows, baseline: Run, current: Run) -> Sequence[PresenceChange]:
     """Checks, providers and cases recorded on one side only, with the rows each accounts for."""
     found: list[PresenceChange] = []
-    # One pass over the rows: counting per name by rescanning them made a file of many
-    # one-sided cases quadratic (450,000 removed cases: hours).
+    # One pass over the rows' keys (no row is built): counting per name by rescanning them made a
+    # file of many one-sided cases quadratic (450,000 removed cases: hours).
     by_check: Counter[tuple[str, str]] = Counter()
-    by_case: Counter[tuple[str, str]] = Counter()
-    for row in rows:
-        if row.kind in ("removed", "added"):
-            by_check[(row.kind, row.check)] += 1
-            by_case[(row.kind, row.case_id)] += 1
+    providers: dict[str, Counter[str]] = {"removed": Counter(), "added": Counter()}
+    base_providers, cur_providers = _providers_of(baseline), _providers_of(current)
+    suffixes = [(name, f" · {name}") for name in sorted(set(base_providers) ^ set(cur_providers))]
+    for case_id, check, kind in rows.row_keys():
+        if kind in ("removed", "added"):
+            by_check[(kind, check)] += 1
+            for name, suffix in suffixes:
+                if case_id.endswith(suffix):
+                    providers[kind][name] += 1
     base_checks, cur_checks = _checks_of(baseline), _checks_of(current)
     sided = (("vanished", "removed"), ("appeared", "added"))
     for side, kind in sided:
         only = base_checks - cur_checks if side == "vanished" else cur_checks - base_checks
         for name in sorted(only):
             found.append(PresenceChange("check", name, side, by_check[(kind, name)]))
-    base_providers, cur_providers = _providers_of(baseline), _providers_of(current)
     for side, names in (
         ("vanished", sorted(set(base_providers) - set(cur_providers))),
         ("appeared", sorted(set(cur_providers) - set(base_providers))),
     ):
         for name in names:
             kind = "removed" if side == "vanished" else "added"
-            suffix = f" · {name}"
-            count = sum(1 for row in rows if row.kind == kind and row.case_id.endswith(suffix))
-            found.append(PresenceChange("provider", name, side, count))
-    for side, kind in sided:
-        mine = baseline.cases if side == "vanished" else current.cases
-        other = current.cases if side == "vanished" else baseline.cases
-        for case_id in sorted(mine.keys() - other.keys()):
-            found.append(PresenceChange("case", case_id, side, by_case[(kind, case_id)]))
-    return found
+            found.append(PresenceChange("provider", name, side, providers[kind][name]))
+    vanished = OneSidedCases(baseline, current, "vanished")
+    appeared = OneSidedCases(current, baseline, "appeared")
+    return Joined(found, vanished, appeared)
 
 
-def change_groups(
-    rows: Sequence[ChangeRow], baseline: Run, current: Run, blocking_kinds: Sequence[str]
-) -> ChangeGroups:
+class OneSidedCases(Sequence[PresenceChange]):
+    """The cases one run records and the other does not, in plain order, each with the number of
+    rows it accounts for (every check of such a case is one ``removed`` or ``added`` row). Keeps
+    only the list of ids; a line is made when read."""
+
+    __slots__ = ("_ids", "_mine", "_side")
+
+    def __init__(self, mine: Run, other: Run, side: str) -> None:
+        self._mine = mine.cases
+        self._side = side
+        self._ids = [case_id for case_id in mine.cases if case_id not in other.cases]
+        self._ids.sort()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, index: int) -> PresenceChange: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[PresenceChange]: ...
+
+    def __getitem__(self, index: int | slice) -> PresenceChange | Sequence[PresenceChange]:
+        if isinstance(index, slice):
+            return tuple(self._line(case_id) for case_id in self._ids[index])
+        return self._line(self._ids[index])
+
+    def _line(self, case_id: str) -> PresenceChange:
+        return PresenceChange("case", case_id, self._side, len(self._mine[case_id]))
+
+
+class Joined(Sequence[PresenceChange]):
+    """Several sequences read as one."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, *parts: Sequence[PresenceChange]) -> None:
+        self._parts = tuple(part for part in parts if len(part))
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self._parts)
+
+    def __iter__(self) -> Iterator[PresenceChange]:
+        for part in self._parts:
+            yield from part
+
+    @overload
+    def __getitem__(self, index: int) -> PresenceChange: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[PresenceChange]: ...
+
+    def __getitem__(self, index: int | slice) -> PresenceChange | Sequence[PresenceChange]:
+        if isinstance(index, slice):
+            return tuple(self[at] for at in range(*index.indices(len(self))))
+        if index < 0:
+            index += len(self)
+        for part in self._parts:
+            if index < len(part):
+                return part[index]
+            index -= len(part)
+        raise IndexError("presence index out of range")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(
+            mine == theirs for mine, theirs in zip(self, other, strict=True)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def change_groups(rows: ChangeRows, baseline: Run, current: Run) -> ChangeGroups:
     """The ``groups`` block of diff.json."""
-    clusters = cluster_changes(rows, baseline, current, blocking_kinds)
+    clusters = cluster_changes(rows, baseline, current)
     return ChangeGroups(
         blocking_checks=sum(len(cluster.members) for cluster in clusters),
         causes=len(clusters),
@@ -274,6 +384,6 @@ def change_groups(
             )
             for cluster in clusters
         ),
-        presence=tuple(presence_changes(rows, baseline, current)),
+        presence=presence_changes(rows, baseline, current),
         note=GROUPS_NOTE,
     )

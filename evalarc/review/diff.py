@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evalarc.canonical import JSONValue
 from evalarc.errors import IncomparableError, InputError, UsageError, VerificationError
 from evalarc.formats.harness import HarnessFile
-from evalarc.formats.model import Attempt, Run
+from evalarc.formats.model import Run
 from evalarc.formats.promptfoo import align_matrix, matrix_sides
 from evalarc.formats.split import CaseSplit
 from evalarc.review.cluster import change_groups
@@ -27,9 +26,7 @@ from evalarc.review.diff_model import DIFF_SCHEMA as DIFF_SCHEMA
 from evalarc.review.diff_model import KIND_ORDER as KIND_ORDER
 from evalarc.review.diff_model import NON_BLOCKING_KINDS as NON_BLOCKING_KINDS
 from evalarc.review.diff_model import (
-    AttemptDetail,
     ChangeCounts,
-    ChangeRow,
     CostGate,
     DiffReport,
     Generalization,
@@ -37,16 +34,15 @@ from evalarc.review.diff_model import (
     Matrix,
     PassRate,
     RunSummary,
-    SideTally,
     Usage,
 )
 from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
+from evalarc.review.pairing import pair_checks, tally
 from evalarc.review.split import review_generalization
-from evalarc.review.stats import intervals_overlap, rounded_interval, wilson_interval
+from evalarc.review.stats import rounded_interval
 from evalarc.review.usage import COST_METRIC_CHOICES, compare_usage, cost_gate
 
 REPORT_FILE = "diff.json"
-_KIND_RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}
 
 INTERPRETATION = (
     "This diff compares the outcomes recorded in the two result files. EvalArc did not rerun "
@@ -136,202 +132,6 @@ def _param_number(params: Mapping[str, object], key: str, name: str) -> float:
     except OverflowError:  # an integer written with hundreds of digits
         raise VerificationError(f"{name} has a {key} beyond any number") from None
     return value
-
-
-@dataclass(frozen=True, slots=True)
-class Tally:
-    """One side of one (case, check): passes, assessed attempts and all attempts."""
-
-    passed: int
-    assessed: int
-    attempts: int
-    covered: int | None = None
-    """Assessed runs when some attempts are reruns of a failed attempt (JUnit rerun plugins):
-    a test retried until it passed was covered once, not once per try. None: every attempt is
-    its own run, so coverage is ``assessed``."""
-
-    @property
-    def coverage(self) -> int:
-        return self.assessed if self.covered is None else self.covered
-
-    def counts(self) -> SideTally:
-        """The side as diff.json records it (``covered`` is not recorded)."""
-        return SideTally(self.passed, self.assessed, self.attempts)
-
-    def to_json(self) -> dict[str, int]:
-        return self.counts().to_json()
-
-
-def tally(attempts: Sequence[Attempt]) -> Tally:
-    """Count passes and assessed attempts (``passed is None`` is unassessed)."""
-    passed = 0
-    assessed = 0
-    runs = 0
-    run_assessed = False
-    reruns = False
-    for attempt in attempts:
-        if attempt.rerun:
-            reruns = True
-        else:
-            runs += run_assessed
-            run_assessed = False
-        if attempt.passed is None:
-            continue
-        assessed += 1
-        run_assessed = True
-        if attempt.passed:
-            passed += 1
-    runs += run_assessed
-    covered = runs if reruns else None
-    return Tally(passed=passed, assessed=assessed, attempts=len(attempts), covered=covered)
-
-
-def _rate_below(lower: Tally, upper: Tally) -> bool:
-    """Exact ``rate(lower) < rate(upper)`` where a rate is passed/assessed, 0 when nothing was
-    assessed (cross-multiplied so large counts cannot round two different rates together)."""
-    lower_den = lower.assessed or 1
-    upper_den = upper.assessed or 1
-    return lower.passed * upper_den < upper.passed * lower_den
-
-
-def classify(baseline: Tally | None, current: Tally | None) -> str | None:
-    """The change kind of one (case, check), or None when it is unchanged.
-
-    The first matching rule wins; the order is part of the contract (spec 2.3).
-    """
-    if baseline is None:
-        return "added"
-    if current is None:
-        return "removed"
-    if baseline.passed >= 1 and current.assessed == 0:
-        return "unassessed"
-    if _rate_below(current, baseline):
-        return "regressed" if current.passed == 0 else "less_reliable"
-    if current.coverage < baseline.coverage:
-        return "less_covered"
-    if _rate_below(baseline, current):
-        return "improved"
-    return None
-
-
-def within_sampling_noise(baseline: Tally | None, current: Tally | None) -> bool | None:
-    """The descriptive noise flag of a change row; None when it does not apply.
-
-    It needs both sides and more than one assessed attempt on at least one of them. A clean
-    swing (no side varies between attempts) is never noise; otherwise the Wilson intervals decide.
-    """
-    if baseline is None or current is None:
-        return None
-    if baseline.assessed <= 1 and current.assessed <= 1:
-        return None
-    varies = 0 < baseline.passed < baseline.assessed or 0 < current.passed < current.assessed
-    if not varies:
-        return False
-    return intervals_overlap(
-        wilson_interval(baseline.passed, baseline.assessed),
-        wilson_interval(current.passed, current.assessed),
-    )
-
-
-def same_output_different_verdict(*sides: Sequence[Attempt]) -> int:
-    """How many recorded outputs (by SHA-256) were graded both pass and fail across ``sides``."""
-    verdicts: dict[str, set[bool]] = {}
-    for attempts in sides:
-        for attempt in attempts:
-            if attempt.output_sha256 is None or attempt.passed is None:
-                continue
-            verdicts.setdefault(attempt.output_sha256, set()).add(attempt.passed)
-    return sum(1 for seen in verdicts.values() if len(seen) == 2)
-
-
-def _detail(attempt: Attempt) -> AttemptDetail:
-    return AttemptDetail(attempt.passed, attempt.value, attempt.evidence)
-
-
-def attempt_detail(attempts: Sequence[Attempt]) -> tuple[AttemptDetail, ...]:
-    """The attempts a reader should look at: every non-passing one, else the first attempt."""
-    failing = tuple(_detail(attempt) for attempt in attempts if attempt.passed is not True)
-    if failing:
-        return failing
-    return (_detail(attempts[0]),) if attempts else ()
-
-
-def _change_row(
-    case_id: str,
-    check: str,
-    kind: str,
-    baseline: Sequence[Attempt] | None,
-    current: Sequence[Attempt] | None,
-    baseline_tally: Tally | None,
-    current_tally: Tally | None,
-) -> ChangeRow:
-    return ChangeRow(
-        case_id=case_id,
-        check=check,
-        kind=kind,
-        baseline=baseline_tally.counts() if baseline_tally else None,
-        baseline_detail=attempt_detail(baseline) if baseline else None,
-        current=current_tally.counts() if current_tally else None,
-        current_detail=attempt_detail(current) if current else None,
-        within_sampling_noise=within_sampling_noise(baseline_tally, current_tally),
-        same_output_different_verdict=same_output_different_verdict(baseline or (), current or ()),
-    )
-
-
-_DIGITS = re.compile(r"([0-9]+)")
-
-
-def natural_key(text: str) -> tuple[tuple[Any, ...], str]:
-    """Sort key that orders runs of digits by value (``case-2`` before ``case-10``); the text
-    itself breaks ties (``01`` and ``1``) so the order is total and stable."""
-    parts = _DIGITS.split(text)
-    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts)), text
-
-
-def natural_sorted(items: Iterable[str]) -> list[str]:
-    listed = list(items)
-    if len(listed) < 2:
-        return listed
-    if not any(_DIGITS.search(item) for item in listed):
-        return sorted(listed)  # no digits: the natural order is the plain order
-    return sorted(listed, key=natural_key)
-
-
-def changed_checks(baseline: Run, current: Run) -> tuple[list[ChangeRow], dict[str, int]]:
-    """Pair every (case, check) of both runs; return the listed change rows (sorted by kind
-    order, then case and check in natural order) and the tally of every kind plus ``unchanged``."""
-    counts = dict.fromkeys((*KIND_ORDER, "unchanged"), 0)
-    rows: list[ChangeRow] = []
-    empty: dict[str, list[Attempt]] = {}
-    for case_id in natural_sorted(baseline.cases.keys() | current.cases.keys()):
-        base_checks = baseline.cases.get(case_id, empty)
-        cur_checks = current.cases.get(case_id, empty)
-        for check in natural_sorted(base_checks.keys() | cur_checks.keys()):
-            base_attempts = base_checks.get(check)
-            cur_attempts = cur_checks.get(check)
-            base_tally = tally(base_attempts) if base_attempts is not None else None
-            cur_tally = tally(cur_attempts) if cur_attempts is not None else None
-            kind = classify(base_tally, cur_tally)
-            if kind is None:
-                counts["unchanged"] += 1
-                continue
-            counts[kind] += 1
-            rows.append(
-                _change_row(
-                    case_id, check, kind, base_attempts, cur_attempts, base_tally, cur_tally
-                )
-            )
-    # Pairs were visited in (case, check) order, so a stable sort by kind rank is enough.
-    rows.sort(key=lambda row: _KIND_RANK[row.kind])
-    return rows, counts
-
-
-def compare_checks(
-    baseline: Run, current: Run
-) -> tuple[list[dict[str, JSONValue]], dict[str, int]]:
-    """:func:`changed_checks` with each row as its diff.json object."""
-    rows, counts = changed_checks(baseline, current)
-    return [row.to_json() for row in rows], counts
 
 
 def run_summary(run: Run) -> RunSummary:
@@ -426,8 +226,8 @@ def diff_report(
     for run in (baseline, current):
         require_assessed(run)
 
-    rows, counts = changed_checks(baseline, current)
-    blocking = sum(1 for row in rows if row.blocking)
+    pairing = pair_checks(baseline, current)
+    rows = pairing.rows
     baseline_incomplete = bool(baseline.incomplete)
     current_incomplete = bool(current.incomplete)
     matrix = matrix_sides(baseline, current)
@@ -464,20 +264,16 @@ def diff_report(
         format=baseline.format,
         baseline=run_summary(baseline),
         current=run_summary(current),
-        counts=ChangeCounts.from_counts(counts),
+        counts=ChangeCounts.from_counts(pairing.counts),
         numeric_pass_threshold=current.threshold,
-        blocking_changes=blocking,
-        blocking_changes_within_sampling_noise=sum(
-            1 for row in rows if row.blocking and row.within_sampling_noise
-        ),
-        changes_with_same_output_different_verdict=sum(
-            1 for row in rows if row.same_output_different_verdict > 0
-        ),
+        blocking_changes=pairing.blocking,
+        blocking_changes_within_sampling_noise=pairing.blocking_within_sampling_noise,
+        changes_with_same_output_different_verdict=pairing.same_output_different_verdict,
         baseline_incomplete=baseline_incomplete,
         current_incomplete=current_incomplete,
-        gate_passed=blocking == 0 and not current_incomplete and not baseline_incomplete,
-        changes=tuple(rows),
-        groups=change_groups(rows, baseline, current, BLOCKING_KINDS),
+        gate_passed=pairing.blocking == 0 and not current_incomplete and not baseline_incomplete,
+        changes=rows,
+        groups=change_groups(rows, baseline, current),
         interpretation=INTERPRETATION,
         sampling_noise_note=SAMPLING_NOISE_NOTE,
         matrix=Matrix.from_json(matrix, REPORT_FILE) if matrix is not None else None,

@@ -14,13 +14,14 @@ Pure: no file is read or written here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from evalarc import schemas
 from evalarc.canonical import JSONValue
 from evalarc.formats.model import Headline, Source
+from evalarc.jsonwrite import LazyArray, Streamed, plain_json, write_pretty_json
 from evalarc.review.model_json import Fields, Slow, report_fields
 
 DIFF_SCHEMA = schemas.RESULTS_DIFF
@@ -486,16 +487,21 @@ class ChangeCluster:
     kind: str
     """The members' change kind when they share one, else ``mixed``."""
     count: int
-    members: tuple[ClusterMember, ...]
+    members: Sequence[ClusterMember]
+
+    def json_parts(self) -> Streamed:
+        """The cluster's JSON with its members made one at a time (see :mod:`evalarc.jsonwrite`)."""
+        return Streamed(
+            signature=self.signature,
+            basis=self.basis,
+            kind=self.kind,
+            count=self.count,
+            members=LazyArray.of(self.members, ClusterMember.to_json),
+        )
 
     def to_json(self) -> dict[str, JSONValue]:
-        return {
-            "signature": self.signature,
-            "basis": self.basis,
-            "kind": self.kind,
-            "count": self.count,
-            "members": [member.to_json() for member in self.members],
-        }
+        parts: dict[str, JSONValue] = plain_json(self.json_parts())
+        return parts
 
     @staticmethod
     def read(data: Fields) -> ChangeCluster:
@@ -540,17 +546,22 @@ class ChangeGroups:
     blocking_checks: int
     causes: int
     clusters: tuple[ChangeCluster, ...]
-    presence: tuple[PresenceChange, ...]
+    presence: Sequence[PresenceChange]
     note: str
 
+    def json_parts(self) -> Streamed:
+        """The block's JSON with members and presence lines made one at a time."""
+        return Streamed(
+            blocking_checks=self.blocking_checks,
+            causes=self.causes,
+            clusters=LazyArray.of(self.clusters, ChangeCluster.json_parts),
+            presence=LazyArray.of(self.presence, PresenceChange.to_json),
+            note=self.note,
+        )
+
     def to_json(self) -> dict[str, JSONValue]:
-        return {
-            "blocking_checks": self.blocking_checks,
-            "causes": self.causes,
-            "clusters": [cluster.to_json() for cluster in self.clusters],
-            "presence": [item.to_json() for item in self.presence],
-            "note": self.note,
-        }
+        parts: dict[str, JSONValue] = plain_json(self.json_parts())
+        return parts
 
     @staticmethod
     def read(data: Fields) -> ChangeGroups:
@@ -1144,8 +1155,9 @@ class DiffReport:
     current_incomplete: bool
     gate_passed: bool
     """The quality gate: no blocking change and both runs finished."""
-    changes: tuple[ChangeRow, ...]
-    """Sorted by kind order, then case and check in natural order."""
+    changes: Sequence[ChangeRow]
+    """Sorted by kind order, then case and check in natural order (a computed report builds each
+    row when it is read: :class:`evalarc.review.pairing.ChangeRows`)."""
     groups: ChangeGroups
     interpretation: str
     sampling_noise_note: str
@@ -1187,26 +1199,38 @@ class DiffReport:
 
     def to_json(self) -> dict[str, JSONValue]:
         """The diff.json object, keys in schema order (written with ``pretty_json``)."""
-        report: dict[str, JSONValue] = {
-            "schema_version": self.schema_version,
-            "created_at": self.created_at,
-            "format": self.format,
-            "baseline": self.baseline.to_json(),
-            "current": self.current.to_json(),
-            "counts": self.counts.to_json(),
-            "numeric_pass_threshold": self.numeric_pass_threshold,
-            "blocking_changes": self.blocking_changes,
-            "blocking_changes_within_sampling_noise": self.blocking_changes_within_sampling_noise,
-            "changes_with_same_output_different_verdict": (
-                self.changes_with_same_output_different_verdict
-            ),
-        }
+        report: dict[str, JSONValue] = plain_json(self.json_parts())
+        return report
+
+    def write_json(self, write: Callable[[str], object]) -> None:
+        """Write diff.json's text (``pretty_json(self.to_json())``) through ``write`` in pieces,
+        making the rows one at a time: memory stays that of the model, not of its text."""
+        write_pretty_json(self.json_parts(), write)
+
+    def json_parts(self) -> Streamed:
+        """The diff.json object with its rows, cluster members and presence lines made when
+        written (see :mod:`evalarc.jsonwrite`); :meth:`to_json` is its plain form."""
+        report = Streamed()
+        report["schema_version"] = self.schema_version
+        report["created_at"] = self.created_at
+        report["format"] = self.format
+        report["baseline"] = self.baseline.to_json()
+        report["current"] = self.current.to_json()
+        report["counts"] = self.counts.to_json()
+        report["numeric_pass_threshold"] = self.numeric_pass_threshold
+        report["blocking_changes"] = self.blocking_changes
+        report["blocking_changes_within_sampling_noise"] = (
+            self.blocking_changes_within_sampling_noise
+        )
+        report["changes_with_same_output_different_verdict"] = (
+            self.changes_with_same_output_different_verdict
+        )
         if self.baseline_incomplete:
             report["baseline_incomplete"] = True
         report["current_incomplete"] = self.current_incomplete
         report["gate_passed"] = self.gate_passed
-        report["changes"] = [row.to_json() for row in self.changes]
-        report["groups"] = self.groups.to_json()
+        report["changes"] = LazyArray.of(self.changes, ChangeRow.to_json)
+        report["groups"] = self.groups.json_parts()
         report["interpretation"] = self.interpretation
         report["sampling_noise_note"] = self.sampling_noise_note
         if self.matrix is not None:

@@ -21,7 +21,6 @@ from evalarc.canonical import JSONValue, strict_loads
 from evalarc.errors import IncomparableError, UsageError, VerificationError
 from evalarc.formats.manifest import CASE_SOURCES, REAL_SOURCES, CaseManifest, CaseRule
 from evalarc.formats.model import Attempt, Run
-from evalarc.review.diff import Tally, tally
 from evalarc.review.health_model import (
     HEALTH_SCHEMA,
     INFO,
@@ -39,6 +38,7 @@ from evalarc.review.health_model import (
 )
 from evalarc.review.health_model import Finding as RecordedFinding
 from evalarc.review.manifest import assign_rules
+from evalarc.review.pairing import Tally, tally
 from evalarc.review.stats import WILSON_Z, intervals_overlap, rounded_interval, wilson_interval
 
 MAX_INPUTS = 20

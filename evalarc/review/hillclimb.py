@@ -28,15 +28,8 @@ from evalarc.errors import IncomparableError, UsageError, VerificationError
 from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import Attempt, Run
 from evalarc.formats.split import CaseSplit
-from evalarc.review.diff import (
-    BLOCKING_KINDS,
-    Tally,
-    check_comparable,
-    compare_checks,
-    same_output_different_verdict,
-    tally,
-)
-from evalarc.review.diff_model import Leakage, Pool
+from evalarc.review.diff import check_comparable
+from evalarc.review.diff_model import BLOCKING_KINDS, Leakage, Pool
 from evalarc.review.health import TRIAGE_NEXT_STEPS, failure_triage, noise_review
 from evalarc.review.health_model import TRIAGE_CATEGORIES
 from evalarc.review.hillclimb_model import (
@@ -58,6 +51,7 @@ from evalarc.review.hillclimb_model import (
     TuningFailure,
 )
 from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
+from evalarc.review.pairing import Tally, compare_checks, same_output_different_verdict, tally
 from evalarc.review.split import partition, review_generalization
 from evalarc.review.stats import rounded_interval
 from evalarc.review.usage import COST_METRIC_CHOICES, compare_usage, cost_gate
