@@ -451,7 +451,7 @@ def test_capitals_with_split_and_harness(corpus: Path, tmp_path: Path) -> None:
     assert [line for line in markdown.splitlines() if line.startswith("### ")] == [
         "### EvalArc: 6 check(s) lost passes or coverage"
     ]
-    lines = terminal_lines(model, str(tmp_path / "out"))
+    lines = list(terminal_lines(model, str(tmp_path / "out")))
     assert lines[0].startswith(
         "match accuracy: 0.6 -> 0.7 | Checks that lost passes or coverage: 6"
     )

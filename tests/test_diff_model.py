@@ -134,7 +134,7 @@ def test_renderers_read_a_read_back_report_as_the_computed_one(corpus: Path) -> 
     report = diff_report(base, cur, DiffOptions(), created_at=CREATED)
     read = DiffReport.from_json(json.loads(pretty_json(report.to_json())), "diff.json")
     assert markdown_summary(read) == markdown_summary(report)
-    assert terminal_lines(read, "out") == terminal_lines(report, "out")
+    assert list(terminal_lines(read, "out")) == list(terminal_lines(report, "out"))
     assert junit_document(read, base, cur) == junit_document(report, base, cur)
 
 

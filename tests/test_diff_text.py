@@ -82,7 +82,7 @@ def test_injected_case_id_cannot_forge_a_heading() -> None:
     markdown = markdown_summary(report_for(base, cur))
     assert headings(markdown) == ["### EvalArc: 1 check(s) lost passes or coverage"]
     assert "`error' ### EvalArc: No check lost passes \\|x tail`" in markdown
-    lines = terminal_lines(report_for(base, cur), None)
+    lines = list(terminal_lines(report_for(base, cur), None))
     assert all("\n" not in line and "\r" not in line for line in lines)
     assert any(line.startswith("  regressed: error` ### EvalArc") for line in lines)
 
@@ -240,7 +240,7 @@ def test_markdown_zero_cost_shows_no_cost_section() -> None:
 
 def test_terminal_lines_full() -> None:
     report = _refund_style_report()
-    lines = terminal_lines(report, "out")
+    lines = list(terminal_lines(report, "out"))
     assert lines[0] == (
         "Checks that lost passes or coverage: 1 | Improved: 1 | Added: 0 | Unchanged: 0"
     )
@@ -266,7 +266,7 @@ def test_terminal_headline_and_incomplete_lines() -> None:
     cur = make_run(
         {**cases, "b": {"k": attempts("C")}}, headline=Headline("match accuracy", 0.8125)
     )
-    lines = terminal_lines(report_for(base, cur), None)
+    lines = list(terminal_lines(report_for(base, cur), None))
     assert lines[0] == (
         "match accuracy: 0.625 -> 0.8125 | Checks that lost passes or coverage: 0 | "
         "Improved: 0 | Added: 1 | Unchanged: 1"
@@ -274,5 +274,5 @@ def test_terminal_headline_and_incomplete_lines() -> None:
     assert any("baseline run did not finish (status started)" in line for line in lines)
     assert any("1 check appear only in the current run" in line for line in lines)
     assert not any(line.startswith("Report:") for line in lines)
-    no_headline = terminal_lines(report_for(make_run(cases), make_run(cases)), None)
+    no_headline = list(terminal_lines(report_for(make_run(cases), make_run(cases)), None))
     assert no_headline[0].startswith("Checks that lost passes or coverage: 0")

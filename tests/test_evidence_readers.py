@@ -13,7 +13,7 @@ from evalarc.evidence import read_case_evidence
 from evalarc.evidence.junit import read_junit_evidence
 from evalarc.formats import load_results, promptfoo
 from evalarc.formats.junit import scan_records
-from evalarc.formats.junit_producers import assemble_cases, identify_producer, record_case_ids
+from evalarc.formats.junit_producers import read_cases, record_case_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "recordings" / "examples" / "results-diff"
@@ -84,9 +84,8 @@ def test_junit_record_ids_are_the_case_ids_the_reader_builds() -> None:
         b'<testcase classname="m" name="t #2"/></testsuite></testsuites>'
     )
     facts, records = scan_records(io.BytesIO(xml), "r.xml")
-    producer = identify_producer(facts, records)
-    ids = record_case_ids(producer, records)
-    cases, _ = assemble_cases(producer, list(records))
+    ids = record_case_ids(facts, records)
+    _, cases = read_cases(facts, records)
     assert ids == ["m::t", "m::t", "m::t #3", "m::t #2"]
     assert list(dict.fromkeys(ids)) == list(cases)
     evidence = read_case_evidence(EXAMPLES / "junit" / "current.xml", "junit")
@@ -95,7 +94,7 @@ def test_junit_record_ids_are_the_case_ids_the_reader_builds() -> None:
     )
 
 
-def test_junit_attempts_share_read_only_usage_but_keep_each_duration() -> None:
+def test_junit_tests_share_one_value_but_keep_each_duration() -> None:
     from evalarc.formats.junit import read_junit_bytes
     from evalarc.formats.model import Source
 
@@ -107,11 +106,14 @@ def test_junit_attempts_share_read_only_usage_but_keep_each_duration() -> None:
     )
     run = read_junit_bytes(xml, Source("r.xml", "0" * 64), 1.0)
     usage = {case: metas[0].usage for case, metas in run.samples.items()}
-    assert usage["s::a"] is usage["s::b"] and usage["s::a"] == {"duration_seconds": 0.5}
+    assert usage["s::a"] == usage["s::b"] == {"duration_seconds": 0.5}
     assert str(usage["s::c"]["duration_seconds"]) == "-0.0"
     assert str(usage["s::d"]["duration_seconds"]) == "0.0"
     assert usage["s::e"] == usage["s::f"] == {}
     assert all(len(attempts["passed"]) == 1 for attempts in run.cases.values())
+    # Bare passing testcases without a duration are one shared, read-only value.
+    assert run.cases["s::e"] is run.cases["s::f"]
+    assert [len(metas) for metas in run.samples.values()] == [1] * 6
 
 
 @pytest.mark.parametrize("side", ["baseline", "current"])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from evalarc.formats.junit import read_junit_bytes
-from evalarc.formats.junit_producers import Outcome, Record, base_id
+from evalarc.formats.junit_producers import Context, base_id
 from evalarc.formats.load import load_results
 from evalarc.formats.model import Run, Source
 from evalarc.review.diff import BLOCKING_KINDS, DiffOptions, compute_diff
@@ -375,9 +375,9 @@ def test_producer_markers(template: str, producer: str) -> None:
 
 
 def test_node_rule_is_the_describe_path_never_the_constant_classname() -> None:
-    record = Record(1, ("a", "b"), "test", "n", (Outcome(True, None),), False, None)
-    assert base_id("node", record) == "a > b > n"
-    assert base_id("pytest", record) == "test::n"
+    context = Context(1, ("a", "b"), "test")
+    assert base_id("node", context, "n") == "a > b > n"
+    assert base_id("pytest", context, "n") == "test::n"
 
 
 @pytest.mark.parametrize(

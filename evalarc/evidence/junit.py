@@ -3,9 +3,8 @@ or a rerun child), the failure or error type and message, the stack trace, syste
 system-err, and each rerun attempt.
 
 Case ids must be the diff's: the JUnit reader's own scan (with its caps, under defusedxml) gives
-the records, :func:`evalarc.formats.junit_producers.identify_producer` the producer, and
-:func:`evalarc.formats.junit_producers.record_case_ids` names each record exactly as
-:func:`evalarc.formats.junit_producers.assemble_cases` does. A second streaming pass, in the
+the records, :func:`evalarc.formats.junit_producers.record_case_ids` names each record exactly as
+:func:`evalarc.formats.junit_producers.read_cases` does. A second streaming pass, in the
 same document order, keeps each testcase's bounded details; if the two passes disagree on the
 number of testcases, no evidence is shown rather than evidence under the wrong case.
 """
@@ -13,7 +12,7 @@ number of testcases, no evidence is shown rather than evidence under the wrong c
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import defusedxml.ElementTree as SafeElementTree
@@ -21,7 +20,7 @@ import defusedxml.ElementTree as SafeElementTree
 from evalarc.errors import EvalArcError
 from evalarc.evidence.model import CaseEvidence, Section, SideEvidence, item
 from evalarc.formats.junit import SUITE_TAGS, scan_records
-from evalarc.formats.junit_producers import identify_producer, record_case_ids
+from evalarc.formats.junit_producers import record_case_ids
 from evalarc.formats.load import load_results
 from evalarc.formats.model import Attempt
 
@@ -104,7 +103,7 @@ def read_junit_evidence(path: Path) -> CaseEvidence:
     try:
         with path.open("rb") as handle:
             facts, records = scan_records(handle, path.name)
-        ids = record_case_ids(identify_producer(facts, records), records)
+        ids = record_case_ids(facts, records)
         found: CaseEvidence = {}
         attempts: dict[str, int] = {}
         count = 0
@@ -131,7 +130,7 @@ def _verdict_text(attempt: Attempt) -> str:
     return f"{shown} (a rerun of a failed attempt)" if attempt.rerun else shown
 
 
-def _show_verdicts(side: SideEvidence, checks: dict[str, list[Attempt]]) -> None:
+def _show_verdicts(side: SideEvidence, checks: Mapping[str, Sequence[Attempt]]) -> None:
     """Put the diff's own verdict on each attempt's head section. A testcase element with no
     child reads as a pass, but pytest-rerunfailures writes a failed attempt that it reran
     exactly so: the case view must say what the gate counted, never the bare element. When the

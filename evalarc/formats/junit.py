@@ -31,13 +31,16 @@ import defusedxml.ElementTree as SafeElementTree
 from evalarc.errors import InputError
 from evalarc.formats.junit_producers import (
     CHECK_NAME,
+    CaseValue,
+    Context,
     Facts,
+    JUnitMetas,
     Outcome,
-    Record,
-    assemble_cases,
-    identify_producer,
+    Records,
+    element_value,
+    read_cases,
 )
-from evalarc.formats.model import Run, Source
+from evalarc.formats.model import Attempt, Run, Source
 
 __all__ = [
     "CHECK_NAME",
@@ -83,7 +86,7 @@ _CHILDREN_OF: dict[str, frozenset[str]] = {
 stack trace and output, properties hold properties; output and stack traces hold text only."""
 _DTD_MESSAGE = "JUnit XML with a DTD or entities is not accepted"
 _ERROR_DETAIL_CHARS = 200
-_READ_CHUNK = 1024 * 1024
+_READ_CHUNK = 256 * 1024
 _UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _DECLARED_ENCODING = re.compile(rb"^\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
 _NODE_COMMENT = re.compile(r"^\s*(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ")
@@ -119,12 +122,10 @@ def read_junit_stream(stream: IO[bytes], name: str, source: Source, threshold: f
     gc.disable()
     try:
         facts, records = scan_records(stream, name)
-        if not records:
+        if not len(records):
             raise InputError(f"{name} has no <testcase>: nothing in it could be assessed")
-        producer = identify_producer(facts, records)
-        pending: list[Record | None] = list(records)
+        producer, cases = read_cases(facts, records)
         del records
-        cases, samples = assemble_cases(producer, pending)
     finally:
         if collecting:
             gc.enable()
@@ -137,15 +138,16 @@ def read_junit_stream(stream: IO[bytes], name: str, source: Source, threshold: f
         identity=identity,
         headline=None,
         incomplete=False,
-        samples=samples,
+        samples=JUnitMetas(cases),
     )
 
 
 class _CheckedReader:
-    """A source for iterparse that hands out 1 MiB chunks (expat 2.5 rescans an unfinished
-    token on every feed, so 16 KiB feeds made one long attribute quadratic; far larger feeds
-    queue millions of parsed elements at once) and checks, on the way, that bytes claiming (or
-    defaulting to) UTF-8 are UTF-8."""
+    """A source for iterparse that hands out 256 KiB chunks and checks, on the way, that bytes
+    claiming (or defaulting to) UTF-8 are UTF-8. expat 2.5 rescans an unfinished token on every
+    feed, so 16 KiB feeds made one long attribute quadratic; every element parsed from a feed
+    is queued before the first is handed on, so a 1 MiB feed of bare testcases queued 40,000
+    elements (16 MB) at once."""
 
     def __init__(self, stream: IO[bytes], name: str) -> None:
         self._stream = stream
@@ -194,12 +196,13 @@ class _Frame:
     tag: str
 
 
-def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, list[Record]]:
+def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
     """Stream untrusted JUnit XML from ``stream`` under every cap of this reader: the markers
-    that identify its producer and one compact :class:`Record` per ``<testcase>``, in document
+    that identify its producer and the ``<testcase>`` elements as :class:`Records`, in document
     order. Raises InputError naming ``name`` for what :func:`read_junit` refuses."""
     facts = Facts()
-    records: list[Record] = []
+    records = Records()
+    builder = _RecordBuilder(facts, records)
     frames: list[_Frame] = []
     suite_path: list[tuple[str, ...]] = []
     """Per open suite: the names of the enclosing named testsuites (one shared tuple each)."""
@@ -262,7 +265,7 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, list[Record]]:
                 if body is not None and len(body) > MAX_TEXT_CHARS:
                     raise InputError(_cap(name, f"an element text longer than {MAX_TEXT_CHARS:,}"))
                 if frame.kind == "testcase":
-                    records.append(_record(element, suite_path, suite_index, facts))
+                    builder.add(element, suite_path[-1], suite_index[-1])
                 elif frame.kind == "suite":
                     suite_path.pop()
                     suite_index.pop()
@@ -398,23 +401,29 @@ def _duration(testcase: ElementTree.Element) -> float | None:
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
-def _record(
-    testcase: ElementTree.Element,
-    suite_path: list[tuple[str, ...]],
-    suite_index: list[int],
-    facts: Facts,
-) -> Record:
-    facts.note_testcase(testcase)
-    tags = {_local_name(child.tag) for child in testcase}
-    has_outcome = bool(tags & OUTCOME_TAGS)
-    if tags & _RERUN_TAGS:
-        facts.rerun_children = True
-    return Record(
-        suite_index=suite_index[-1],
-        suite_path=suite_path[-1],
-        classname=sys.intern(testcase.get("classname") or ""),
-        name=testcase.get("name") or "",
-        outcomes=testcase_outcomes(testcase),
-        has_outcome=has_outcome,
-        duration_seconds=_duration(testcase),
-    )
+class _RecordBuilder:
+    """Adds each finished ``<testcase>`` to the file's :class:`Records`, sharing one
+    :class:`Context` per (suite element, classname) and one attempt object per bare outcome."""
+
+    def __init__(self, facts: Facts, records: Records) -> None:
+        self._facts = facts
+        self._records = records
+        self._contexts: dict[tuple[int, str], Context] = {}
+        self._bare: dict[object, Attempt] = {}
+
+    def add(self, testcase: ElementTree.Element, suite_path: tuple[str, ...], suite: int) -> None:
+        facts = self._facts
+        facts.note_testcase(testcase)
+        tags = {_local_name(child.tag) for child in testcase}
+        has_outcome = bool(tags & OUTCOME_TAGS)
+        if tags & _RERUN_TAGS:
+            facts.rerun_children = True
+        classname = testcase.get("classname") or ""
+        context = self._contexts.get((suite, classname))
+        if context is None:
+            context = Context(suite, suite_path, sys.intern(classname))
+            self._contexts[(suite, classname)] = context
+        value: CaseValue = element_value(
+            testcase_outcomes(testcase), has_outcome, _duration(testcase), self._bare
+        )
+        self._records.add(context, testcase.get("name") or "", value)

@@ -31,8 +31,11 @@ never pooled into one case.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Sequence
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalarc.formats.model import Attempt, SampleMeta, cut_evidence
 
@@ -52,19 +55,262 @@ class Outcome:
 
 
 @dataclass(frozen=True, slots=True)
-class Record:
-    """One ``<testcase>`` element, reduced to what identifies and decides it."""
+class Context:
+    """Where testcase elements sit: one object per (suite element, classname), shared by every
+    testcase of that suite and class."""
 
     suite_index: int
     """Which suite element holds it (document order; 0 for the root ``<testsuites>``)."""
     suite_path: tuple[str, ...]
     """Names of the enclosing ``<testsuite>`` elements, outermost first."""
     classname: str
-    name: str
-    outcomes: tuple[Outcome, ...]
-    has_outcome: bool
-    """True when the element has an outcome child (failure, error, skipped, rerun or flaky)."""
-    duration_seconds: float | None
+
+
+class JUnitCase(Mapping[str, Sequence[Attempt]]):
+    """One test as the model sees it: its one check ``passed`` and that check's attempts, with
+    the facts of each attempt (:attr:`metas`) made from the recorded durations when read.
+
+    Immutable. A bare passing testcase without a duration is one shared object for the whole
+    file (:data:`BARE_PASS`); one with a duration is kept as just its float by
+    :class:`JUnitCases`."""
+
+    __slots__ = ("attempts", "seconds")
+
+    def __init__(self, attempts: tuple[Attempt, ...], seconds: tuple[float | None, ...]) -> None:
+        self.attempts = attempts
+        self.seconds = seconds
+        """Per attempt: the duration its element recorded (on an element's first attempt), or
+        None."""
+
+    def __getitem__(self, check: str) -> Sequence[Attempt]:
+        if check != CHECK_NAME:
+            raise KeyError(check)
+        return self.attempts
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_ONE_CHECK)
+
+    def __len__(self) -> int:
+        return 1
+
+    def __repr__(self) -> str:
+        return f"JUnitCase({self.attempts!r}, {self.seconds!r})"
+
+    @property
+    def metas(self) -> tuple[SampleMeta, ...]:
+        """One SampleMeta per attempt: its duration (when recorded) and its verdict."""
+        return tuple(
+            SampleMeta(
+                usage={"duration_seconds": seconds} if seconds is not None else _NO_USAGE,
+                verdicts=_VERDICTS[attempt.passed],
+            )
+            for attempt, seconds in zip(self.attempts, self.seconds, strict=True)
+        )
+
+    def then(self, later: JUnitCase) -> JUnitCase:
+        """This test followed by a later element of it: the later attempts are reruns."""
+        attempts = tuple(
+            attempt if attempt.rerun else _as_rerun(attempt) for attempt in later.attempts
+        )
+        return JUnitCase(self.attempts + attempts, self.seconds + later.seconds)
+
+    def last_failed(self) -> JUnitCase:
+        """This test with its last attempt a failed one that was run again (pytest-rerunfailures
+        writes such an attempt as a bare element, which reads as a pass)."""
+        last = self.attempts[-1]
+        failed = Attempt(passed=False, evidence=_RERUN_EVIDENCE, rerun=last.rerun)
+        return JUnitCase((*self.attempts[:-1], failed), self.seconds)
+
+
+_ONE_CHECK = (CHECK_NAME,)
+_BARE_ATTEMPTS = (Attempt(passed=True),)
+_NO_SECONDS = (None,)
+BARE_PASS = JUnitCase(_BARE_ATTEMPTS, _NO_SECONDS)
+"""A testcase element without outcome children or duration: one passed attempt."""
+_RERUN_EVIDENCE = cut_evidence(PYTEST_RERUN_EVIDENCE)
+
+CaseValue = JUnitCase | float
+"""How :class:`JUnitCases` keeps a test: a :class:`JUnitCase`, or the duration of a bare
+passing element that recorded one (a float costs a fraction of an object with its tuples)."""
+
+
+def _as_rerun(attempt: Attempt) -> Attempt:
+    if attempt is _BARE_ATTEMPTS[0]:
+        return _BARE_RERUN
+    return Attempt(attempt.passed, attempt.value, attempt.evidence, attempt.output_sha256, True)
+
+
+_BARE_RERUN = Attempt(passed=True, rerun=True)
+
+
+def expand(value: CaseValue) -> JUnitCase:
+    """The test a kept value stands for."""
+    if isinstance(value, JUnitCase):
+        return value
+    return JUnitCase(_BARE_ATTEMPTS, (value,))
+
+
+def _no_outcome(value: CaseValue) -> bool:
+    """Whether a value made from one element is an element with no outcome child."""
+    return value is BARE_PASS or isinstance(value, float)
+
+
+class JUnitCases(Mapping[str, Mapping[str, Sequence[Attempt]]]):
+    """A file's tests by case id (:attr:`evalarc.formats.model.Run.cases`), kept compact: the
+    ids in plain sorted order (looked up by bisection), one value per test beside them and the
+    document order as positions, so half a million bare testcases cost their ids and about 20
+    bytes each; iteration is in document order."""
+
+    __slots__ = ("_ids", "_order", "_values")
+
+    def __init__(self, ids: list[str], values: list[CaseValue], in_document: Sequence[str]) -> None:
+        """``ids`` (sorted, distinct) and their ``values``; ``in_document``: the same ids in
+        document order."""
+        self._ids = ids
+        self._values = values
+        self._order = array("I", (bisect_left(ids, case_id) for case_id in in_document))
+
+    @classmethod
+    def in_order(
+        cls, ids: list[str], values: list[CaseValue], ordered: list[str] | None = None
+    ) -> JUnitCases:
+        """Distinct ``ids`` and their ``values``, both in document order (the lists are used
+        up); ``ordered``: the same ids already sorted, when the caller has them."""
+        if ordered is None:
+            ordered = sorted(ids)
+        tests = cls(ordered, [], ids)
+        ids.clear()
+        tests._values = values[:]  # filled in sorted order below
+        for position, value in zip(tests._order, values, strict=True):
+            tests._values[position] = value
+        values.clear()
+        return tests
+
+    @classmethod
+    def from_dict(cls, tests: dict[str, CaseValue]) -> JUnitCases:
+        """Tests in document order (the dict is emptied: its table is the largest part)."""
+        ids = list(tests)
+        values = list(tests.values())
+        tests.clear()
+        return cls.in_order(ids, values)
+
+    def _at(self, case_id: object) -> int:
+        position = bisect_left(self._ids, case_id) if isinstance(case_id, str) else -1
+        if 0 <= position < len(self._ids) and self._ids[position] == case_id:
+            return position
+        return -1
+
+    def __getitem__(self, case_id: str) -> JUnitCase:
+        position = self._at(case_id)
+        if position < 0:
+            raise KeyError(case_id)
+        return expand(self._values[position])
+
+    def __contains__(self, case_id: object) -> bool:
+        return self._at(case_id) >= 0
+
+    def __iter__(self) -> Iterator[str]:
+        ids = self._ids
+        return (ids[position] for position in self._order)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+class JUnitMetas(Mapping[str, Sequence[SampleMeta]]):
+    """The per-attempt facts of a file's tests (:attr:`evalarc.formats.model.Run.samples`),
+    made from :class:`JUnitCases` when read."""
+
+    __slots__ = ("_cases",)
+
+    def __init__(self, cases: JUnitCases) -> None:
+        self._cases = cases
+
+    def __getitem__(self, case_id: str) -> tuple[SampleMeta, ...]:
+        return self._cases[case_id].metas
+
+    def __contains__(self, case_id: object) -> bool:
+        return case_id in self._cases
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cases)
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+
+@dataclass(slots=True)
+class Records:
+    """The ``<testcase>`` elements of one file in document order, as columns (a file may hold
+    half a million): each element's shared :class:`Context`, its id by the common rule
+    (:func:`default_id`, which most producers use as it is and from which the name is got back),
+    and its outcome as the value a one-element test is kept as. :func:`read_cases` releases them
+    as it uses them."""
+
+    ids: list[str | None] = field(default_factory=list)
+    values: list[CaseValue | None] = field(default_factory=list)
+    runs: list[tuple[int, Context]] = field(default_factory=list)
+    """(first element, context) wherever the context changes: neighbours share one."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, context: Context, name: str, value: CaseValue) -> None:
+        if not self.runs or self.runs[-1][1] is not context:
+            self.runs.append((len(self.ids), context))
+        self.ids.append(default_id(context, name))
+        self.values.append(value)
+
+    def contexts(self) -> Iterator[Context]:
+        """Each element's context, in document order."""
+        for number, (start, context) in enumerate(self.runs):
+            end = self.runs[number + 1][0] if number + 1 < len(self.runs) else len(self.ids)
+            for _ in range(end - start):
+                yield context
+
+
+def _owner(context: Context) -> str:
+    return context.classname or (context.suite_path[-1] if context.suite_path else "")
+
+
+def default_id(context: Context, name: str) -> str:
+    """``classname::name`` (the enclosing suite's name for an empty classname), or the name
+    alone when neither is written: the case id of every producer without a rule of its own."""
+    owner = _owner(context)
+    return f"{owner}::{name}" if owner else name
+
+
+def _name_in(context: Context, element_id: str) -> str:
+    """The name a :func:`default_id` was made of."""
+    owner = _owner(context)
+    return element_id[len(owner) + 2 :] if owner else element_id
+
+
+def element_value(
+    outcomes: Sequence[Outcome], has_outcome: bool, seconds: float | None, bare: dict[Any, Attempt]
+) -> CaseValue:
+    """The value a test written by one element is kept as (see :data:`CaseValue`): an element
+    with no outcome child is a bare pass; otherwise each outcome is an attempt (attempts after
+    the first are reruns; attempts without evidence are shared objects, from ``bare``)."""
+    if not has_outcome:
+        return BARE_PASS if seconds is None else seconds
+    attempts: list[Attempt] = []
+    for position, outcome in enumerate(outcomes):
+        rerun = position > 0
+        if outcome.evidence is None:
+            key = (outcome.passed, rerun)
+            attempt = bare.get(key)
+            if attempt is None:
+                attempt = bare[key] = Attempt(passed=outcome.passed, rerun=rerun)
+        else:
+            attempt = Attempt(
+                passed=outcome.passed, evidence=cut_evidence(outcome.evidence), rerun=rerun
+            )
+        attempts.append(attempt)
+    durations = (seconds,) + (None,) * (len(attempts) - 1)
+    return JUnitCase(
+        tuple(attempts), durations if seconds is not None or len(attempts) > 1 else _NO_SECONDS
+    )
 
 
 @dataclass(slots=True)
@@ -130,13 +376,17 @@ PRODUCERS = (
 """Every producer name :func:`identify_producer` returns (``junit``: not recognised)."""
 
 
-def identify_producer(facts: Facts, records: list[Record]) -> str:
-    """Name the tool that wrote the file from its own markers and shape."""
+RERUNFAILURES = "pytest-rerunfailures>=16.6.1"
+
+
+def identify_producer(facts: Facts) -> str:
+    """Name the tool that wrote the file from its own markers and shape. pytest's files are
+    ``pytest`` here; :func:`read_cases` tells pytest-rerunfailures' apart by their elements."""
     root_name = facts.root_name or ""
     if root_name == "pytest tests" or (
         facts.root_tag == "testsuites" and "pytest" in facts.suite_names
     ):
-        return "pytest-rerunfailures>=16.6.1" if _pytest_reruns(records) else "pytest"
+        return "pytest"
     if (
         facts.testcases
         and facts.classname_test == facts.testcases
@@ -169,29 +419,19 @@ def identify_producer(facts: Facts, records: list[Record]) -> str:
     return "junit"
 
 
-def _pytest_reruns(records: list[Record]) -> bool:
-    """pytest-rerunfailures >= 16.6.1: some test written more than once in one suite, with an
-    element before its last that has no outcome child (a rerun attempt)."""
-    last: dict[tuple[int, str], int] = {}
-    for index, record in enumerate(records):
-        last[(record.suite_index, base_id("pytest", record))] = index
-    return any(
-        not record.has_outcome and last[(record.suite_index, base_id("pytest", record))] != index
-        for index, record in enumerate(records)
-    )
-
-
-def base_id(producer: str, record: Record) -> str:
-    """The case id a producer's stable fields give one record (before disambiguation)."""
-    suite = record.suite_path[-1] if record.suite_path else ""
+def base_id(producer: str, context: Context, name: str) -> str:
+    """The case id a producer's stable fields give one element (before disambiguation)."""
     if producer == "node":
-        return " > ".join((*record.suite_path, record.name))
+        return " > ".join((*context.suite_path, name))
     if producer in ("jest-junit", "mocha-junit-reporter", "ctest"):
-        if producer == "jest-junit" and record.classname not in ("", record.name):
-            return f"{record.classname}::{record.name}"
-        return record.name
-    owner = record.classname or suite
-    return f"{owner}::{record.name}" if owner else record.name
+        if producer == "jest-junit" and context.classname not in ("", name):
+            return f"{context.classname}::{name}"
+        return name
+    return default_id(context, name)
+
+
+_OWN_RULES = frozenset({"node", "jest-junit", "mocha-junit-reporter", "ctest"})
+"""Producers whose case id is not :func:`default_id`."""
 
 
 def pools_attempts(producer: str) -> bool:
@@ -210,119 +450,152 @@ _NO_USAGE: dict[str, float] = {}
 """The usage of every attempt without a recorded duration (shared and read-only, as above)."""
 
 
-def assemble_cases(
-    producer: str, records: list[Record | None]
-) -> tuple[dict[str, dict[str, list[Attempt]]], dict[str, list[SampleMeta]]]:
-    """Case id -> check -> attempts, and the per-attempt sample facts, for one file. The records
-    are released as they are used."""
-    bases, ordinals = _keys(producer, records)
-    reruns = producer == "pytest-rerunfailures>=16.6.1"
-    last_of: dict[tuple[str, int], int] = {}
-    if reruns:
-        for index, key in enumerate(zip(bases, ordinals, strict=True)):
-            last_of[key] = index
-    namer = _Namer(bases, ordinals)
-    cases: dict[str, dict[str, list[Attempt]]] = {}
-    samples: dict[str, list[SampleMeta]] = {}
-    bare: dict[tuple[bool | None, bool], Attempt] = {}
-    usages: dict[str, dict[str, float]] = {}
-    for index, key in enumerate(zip(bases, ordinals, strict=True)):
-        record = records[index]
-        records[index] = None
-        assert record is not None
-        case_id = namer.name(key)
-        checks = cases.get(case_id)
-        earlier = len(checks[CHECK_NAME]) if checks is not None else 0
-        outcomes = record.outcomes
-        if reruns and not record.has_outcome and last_of[key] != index:
-            outcomes = (Outcome(False, PYTEST_RERUN_EVIDENCE),)
-        attempts: list[Attempt] = []
-        metas: list[SampleMeta] = []
-        for position, outcome in enumerate(outcomes):
-            rerun = earlier + position > 0
-            if outcome.evidence is None:
-                # Attempts are immutable: every bare pass (or bare rerun) is one shared object.
-                shared = (outcome.passed, rerun)
-                attempt = bare.get(shared)
-                if attempt is None:
-                    attempt = bare[shared] = Attempt(passed=outcome.passed, rerun=rerun)
-            else:
-                attempt = Attempt(
-                    passed=outcome.passed, evidence=cut_evidence(outcome.evidence), rerun=rerun
-                )
-            usage = _NO_USAGE
-            if position == 0 and record.duration_seconds is not None:
-                # Read-only like the verdicts: one mapping per distinct duration.
-                # Keyed by the float's exact bits: 0.0 and -0.0 are equal keys but print apart.
-                seconds = record.duration_seconds
-                bits = seconds.hex()
-                usage = usages.get(bits) or usages.setdefault(bits, {"duration_seconds": seconds})
-            meta = SampleMeta(usage=usage, verdicts=_VERDICTS[outcome.passed])
-            if len(outcomes) == 1:  # the usual case: lists of exactly one item (no spare room)
-                attempts, metas = [attempt], [meta]
-            else:
-                attempts.append(attempt)
-                metas.append(meta)
-        if checks is None:
-            cases[case_id] = {CHECK_NAME: attempts}
-            samples[case_id] = metas
-        else:
-            checks[CHECK_NAME].extend(attempts)
-            samples[case_id].extend(metas)
-    return cases, samples
+def read_cases(facts: Facts, records: Records) -> tuple[str, JUnitCases]:
+    """The producer and the tests of one file, by case id. The records are released as they
+    are used, so memory holds the ids and one compact value per test, not the elements."""
+    producer = identify_producer(facts)
+    _own_rule_ids(producer, records)
+    ids: list[Any] = records.ids
+    ordered = sorted(ids)
+    if all(ordered[index] != ordered[index - 1] for index in range(1, len(ordered))):
+        # The usual file names every test once: each element is a test of its own, and no dict
+        # of all ids is ever made.
+        records.runs.clear()
+        values: list[Any] = records.values
+        return producer, JUnitCases.in_order(ids, values, ordered)
+    del ordered
+    return _read_repeated(producer, records)
 
 
-def _keys(producer: str, records: Sequence[Record | None]) -> tuple[list[str], list[int]]:
-    """Which (base id, ordinal) each record belongs to: a base id seen under a second suite
-    element (or, for node, a second time at all) is a different test, numbered in document
-    order."""
-    bases: list[str] = []
-    ordinals: list[int] = []
-    first_suite: dict[str, int] = {}
+def _own_rule_ids(producer: str, records: Records) -> None:
+    """Turn the records' default ids into the producer's own case ids where it has a rule."""
+    if producer not in _OWN_RULES:
+        return
+    for index, context in enumerate(records.contexts()):
+        element_id = records.ids[index]
+        assert element_id is not None
+        records.ids[index] = base_id(producer, context, _name_in(context, element_id))
+
+
+def _read_repeated(producer: str, records: Records) -> tuple[str, JUnitCases]:
+    """:func:`read_cases` for a file that writes some base id more than once (reruns, or the
+    same test name under two suites)."""
+    keys = _keys(producer, records, release=True)
+    namer = _Namer(keys)
+    # The dict of first sightings becomes the dict of tests: each base id that names its first
+    # test keeps its slot (and its place in document order) and gets the test's value.
+    values: dict[str, Any] = keys.first
+    pending = _PENDING
+    for case_id in values:
+        values[case_id] = pending
+    if keys.later:
+        values = {}  # tests named ``base #N`` too: made again in document order below
+    repeated: dict[str, bool] = {}
+    """Tests written by more than one element: whether the latest had no outcome child."""
+    for index, value in enumerate(records.values):
+        records.values[index] = None
+        assert value is not None
+        case_id = namer.name(index)
+        keys.bases[index] = None
+        earlier = values.get(case_id, pending)
+        if earlier is pending:
+            values[case_id] = value
+            continue
+        # Another element of a test already read: its attempts follow the earlier ones. An
+        # element of a pytest test before its last with no outcome child is a rerun attempt
+        # of pytest-rerunfailures >= 16.6.1 (it writes no detail for it): a failed attempt. The
+        # first such element makes the file that plugin's (none came before it to correct).
+        test = expand(earlier)
+        before_bare = repeated.get(case_id)
+        if before_bare is None:
+            before_bare = _no_outcome(earlier)
+        if before_bare and producer in ("pytest", RERUNFAILURES):
+            producer = RERUNFAILURES
+            test = test.last_failed()
+        repeated[case_id] = _no_outcome(value)
+        values[case_id] = test.then(expand(value))
+    return producer, JUnitCases.from_dict(values)
+
+
+_PENDING = object()
+"""A test whose first element is still to come."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Keys:
+    bases: list[str | None]
+    """Per element in document order: the case id its producer's fields give."""
+    ordinals: dict[int, int]
+    """Elements (by index) whose base id was seen under an earlier suite element first: 2, 3,
+    ... in document order (every other element's ordinal is 1)."""
+    first: dict[str, Any]
+    """Every base id, in the order first seen (values: bookkeeping of :func:`_keys`)."""
+
+    @property
+    def later(self) -> bool:
+        """Some element has an ordinal above 1."""
+        return bool(self.ordinals)
+
+
+def _keys(producer: str, records: Records, release: bool = False) -> _Keys:
+    """Which (base id, ordinal) each element belongs to, from the records' case ids (see
+    :func:`_own_rule_ids`): a base id seen under a second suite element (or, for node, a second
+    time at all) is a different test, numbered in document order. ``release``: the records' ids
+    list becomes the base ids (no second list) and the contexts are dropped once used."""
+    bases: list[str | None] = records.ids if release else list(records.ids)
+    ordinals: dict[int, int] = {}
+    first: dict[str, Any] = {}
     later_suites: dict[str, dict[int, int]] = {}
     pools = pools_attempts(producer)
-    for record in records:
-        assert record is not None
-        base = base_id(producer, record)
+    for index, context in enumerate(records.contexts()):
+        base = bases[index]
+        assert base is not None
         if pools:
-            first = first_suite.setdefault(base, record.suite_index)
-            if first == record.suite_index:
-                ordinal = 1
-            else:
+            suite = first.setdefault(base, context.suite_index)
+            if suite != context.suite_index:
                 seen = later_suites.setdefault(base, {})
-                ordinal = seen.setdefault(record.suite_index, len(seen) + 2)
+                ordinals[index] = seen.setdefault(context.suite_index, len(seen) + 2)
         else:
-            ordinal = first_suite.get(base, 0) + 1
-            first_suite[base] = ordinal
-        bases.append(base)
-        ordinals.append(ordinal)
-    return bases, ordinals
+            ordinal = first.get(base, 0) + 1
+            first[base] = ordinal
+            if ordinal > 1:
+                ordinals[index] = ordinal
+    if release:
+        records.runs.clear()
+    return _Keys(bases, ordinals, first)
 
 
 class _Namer:
-    """The case id of each (base id, ordinal): the base id itself for the first test of that
-    name, ``base #N`` (never one already taken) for a later one."""
+    """The case id of each element: its base id for the first test of that name, ``base #N``
+    (never one already taken) for a later one."""
 
-    def __init__(self, bases: list[str], ordinals: list[int]) -> None:
-        later = any(ordinal > 1 for ordinal in ordinals)
-        self._used: set[str] = set(bases) if later else set()
+    def __init__(self, keys: _Keys) -> None:
+        self._keys = keys
+        self._used: set[str] = set(keys.first) if keys.later else set()
         self._names: dict[tuple[str, int], str] = {}
 
-    def name(self, key: tuple[str, int]) -> str:
-        if key[1] == 1:
-            return key[0]
+    def name(self, index: int) -> str:
+        base = self._keys.bases[index]
+        assert base is not None
+        ordinal = self._keys.ordinals.get(index, 1)
+        if ordinal == 1:
+            return base
+        key = (base, ordinal)
         known = self._names.get(key)
         if known is None:
             known = self._names[key] = _distinct_name(key, self._used)
         return known
 
 
-def record_case_ids(producer: str, records: Sequence[Record]) -> list[str]:
-    """The case id of each record, in document order, exactly as :func:`assemble_cases` names
-    the cases (for readers of the same file that show more than the model keeps)."""
-    bases, ordinals = _keys(producer, records)
-    namer = _Namer(bases, ordinals)
-    return [namer.name(key) for key in zip(bases, ordinals, strict=True)]
+def record_case_ids(facts: Facts, records: Records) -> list[str]:
+    """The case id of each element, in document order, exactly as :func:`read_cases` names the
+    tests (for readers of the same file that show more than the model keeps)."""
+    producer = identify_producer(facts)
+    copy = Records(list(records.ids), [], list(records.runs))
+    _own_rule_ids(producer, copy)
+    keys = _keys(producer, copy)
+    namer = _Namer(keys)
+    return [namer.name(index) for index in range(len(keys.bases))]
 
 
 def _distinct_name(key: tuple[str, int], used: set[str]) -> str:

@@ -7,6 +7,7 @@ Readers (``inspect``, ``promptfoo``, ``junit``) turn another tool's result file 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -137,8 +138,10 @@ class Run:
     format: FormatName
     source: Source
     threshold: float
-    cases: dict[str, dict[str, list[Attempt]]]
-    """case id -> check name -> attempts in the order the tool wrote them."""
+    cases: Mapping[str, Mapping[str, Sequence[Attempt]]]
+    """case id -> check name -> attempts in the order the tool wrote them. Read-only once the
+    run is read: readers share one value among equal cases (a JUnit file of half a million bare
+    testcases holds one), so nothing may write into it."""
     identity: dict[str, Any] = field(default_factory=dict)
     """Format-specific identity: Inspect task/model/status/epochs, promptfoo description/
     providers/version, JUnit suites."""
@@ -146,8 +149,8 @@ class Run:
     incomplete: bool = False
     """True when the producing tool says the run did not finish (Inspect status != success)."""
     material: dict[str, list[Material]] = field(default_factory=dict)
-    samples: dict[str, list[SampleMeta]] = field(default_factory=dict)
-    """case id -> one SampleMeta per attempt row, in order."""
+    samples: Mapping[str, Sequence[SampleMeta]] = field(default_factory=dict)
+    """case id -> one SampleMeta per attempt row, in order (read-only, as ``cases``)."""
     generate_config: dict[str, Any] = field(default_factory=dict)
     graders: Graders = field(default_factory=Graders)
     matrix: dict[str, MatrixKey] = field(default_factory=dict)

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalarc.bundle import EvidenceFolder
-from evalarc.pages.render import render_page
 
 
 @dataclass(frozen=True)
@@ -30,6 +29,10 @@ PageBuilder = Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], PageVie
 def render_view(view: PageView, *, home: str | None) -> str:
     """The page's HTML; ``home`` links back to a site's index (None: a report folder's own
     page, which has no site around it)."""
+    # jinja2 is loaded only when a page is rendered: ``evalarc diff`` without --output (the CI
+    # gate) never needs it, and it costs about 8 MB and 25 ms to import.
+    from evalarc.pages.render import render_page
+
     return render_page(
         view.template,
         title=view.title,

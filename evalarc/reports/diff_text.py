@@ -8,7 +8,7 @@ an escaped code span, and terminal lines fold control characters away.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from evalarc.review.diff_model import (
     KIND_ORDER,
@@ -131,10 +131,11 @@ def _status(summary: RunSummary) -> str:
 # -- terminal ---------------------------------------------------------------------------------
 
 
-def terminal_lines(report: DiffReport, output_dir: str | None) -> list[str]:
-    """The human summary ``evalarc diff`` prints (one string per line, no newlines inside)."""
+def terminal_lines(report: DiffReport, output_dir: str | None) -> Iterator[str]:
+    """The human summary ``evalarc diff`` prints (one string per line, no newlines inside),
+    made as it is printed: a diff of hundreds of thousands of blocking checks prints one line
+    each without holding them all."""
     counts = report.counts
-    lines: list[str] = []
     first = ""
     base_value = _headline_value(report.baseline)
     cur_value = _headline_value(report.current)
@@ -146,29 +147,30 @@ def terminal_lines(report: DiffReport, output_dir: str | None) -> list[str]:
     ):
         name = report.baseline.headline.name or report.current.headline.name
         first = f"{_terminal_safe(name)}: {_decimal(base_value)} -> {_decimal(cur_value)} | "
-    lines.append(
+    yield (
         f"{first}Checks that lost passes or coverage: {report.blocking_changes} | "
         f"Improved: {counts.improved} | Added: {counts.added} | "
         f"Unchanged: {counts.unchanged}"
     )
     noisy = report.blocking_changes_within_sampling_noise
     if noisy > 0:
-        lines.append(
+        yield (
             f"  {noisy} of them within sampling noise: record more attempts to tell them apart; "
             "the gate still fails."
         )
     for row in report.blocking_rows():
-        lines.append(
+        yield (
             f"  {row.kind}: {_terminal_safe(row.case_id)} / "
             f"{_terminal_safe(row.check)}: passed {_fraction(row.baseline)} -> "
             f"{_fraction(row.current)}"
         )
-    lines.extend(f"  {_terminal_safe(note)}" for note in matrix_notes(report))
+    for note in matrix_notes(report):
+        yield f"  {_terminal_safe(note)}"
     if report.current_incomplete:
         status = _terminal_safe(_status(report.current))
-        lines.append(f"  The current run did not finish (status {status}); the gate fails.")
+        yield f"  The current run did not finish (status {status}); the gate fails."
     if report.baseline_incomplete:
-        lines.append(
+        yield (
             f"  The baseline run did not finish (status "
             f"{_terminal_safe(_status(report.baseline))}); the gate fails. "
             f"{_plural(counts.added, 'check')} appear only in the current run; rerun the "
@@ -177,27 +179,26 @@ def terminal_lines(report: DiffReport, output_dir: str | None) -> list[str]:
     generalization = report.generalization
     if generalization is not None:
         tuning, held = generalization.tuning, generalization.held_out
-        lines.append(
+        yield (
             f"Held-out split: {generalization.state} | tuning "
             f"{_points(tuning.delta)} ({tuning.cases} cases) | held out "
             f"{_points(held.delta)} ({held.cases} cases)"
         )
     if report.leakage is not None:
-        lines.extend(_terminal_leakage(report.leakage))
+        yield from _terminal_leakage(report.leakage)
     if report.generalization_passed is False:
-        lines.append(
+        yield (
             "  Generalization was required and not shown (held-out gain beyond noise and no "
             "held-out leakage); the gate fails."
         )
     cost = report.cost_gate
     if cost is not None:
-        lines.append(
+        yield (
             f"Cost gate ({cost.metric}): current/baseline {cost.ratio:.3f}, limit "
             f"{cost.max_ratio:g} — {'pass' if cost.passed else 'fail'}{_cost_gap(cost)}"
         )
     if output_dir is not None:
-        lines.append(f"Report: {_terminal_safe(output_dir.rstrip('/') or '/')}/index.html")
-    return lines
+        yield f"Report: {_terminal_safe(output_dir.rstrip('/') or '/')}/index.html"
 
 
 def _cost_gap(cost: CostGate) -> str:

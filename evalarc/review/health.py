@@ -253,7 +253,7 @@ def _listed(names: Sequence[str], limit: int = 5) -> str:
 class _CheckRow:
     case_id: str
     check: str
-    attempts: list[Attempt]
+    attempts: Sequence[Attempt]
     counts: Tally
 
 

@@ -18,6 +18,7 @@ plain byte order is the same order (``tests/test_review_natural.py`` checks the 
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable
 
@@ -44,13 +45,27 @@ def natural_key(text: str) -> bytes:
     return bytes(encoded)
 
 
+CHUNK = 65_536
+"""Longer lists are sorted in chunks of this many and merged, so at most this many keys exist
+at once (half a million ids would need 25 MB of keys at once)."""
+
+
 def natural_sort(items: list[str]) -> None:
     """Sort ``items`` in place in natural order."""
     if len(items) < 2:
         return
-    items.sort()  # plain order first: the tie-break on the text, kept by the stable sort below
-    if any(_DIGITS.search(item) for item in items):
+    items.sort()  # plain order first: the tie-break on the text, kept by the stable sorts below
+    if not any(_DIGITS.search(item) for item in items):
+        return
+    if len(items) <= CHUNK:
         items.sort(key=natural_key)
+        return
+    chunks = [items[start : start + CHUNK] for start in range(0, len(items), CHUNK)]
+    for chunk in chunks:
+        chunk.sort(key=natural_key)
+    # heapq.merge is stable across its inputs, and each chunk holds texts after the previous
+    # chunk's in plain order, so equal keys keep their plain order.
+    items[:] = heapq.merge(*chunks, key=natural_key)
 
 
 def natural_sorted(items: Iterable[str]) -> list[str]:
