@@ -271,6 +271,8 @@ class RayExecutor:
         self._on_start = on_start
         self._pending: dict[Any, CaseJob] = {}
         self._queued: deque[CaseJob] = deque()
+        self.slots = 0
+        """The slot nodes' EvalArc slots when the run started (cases they run at once)."""
         self.window = 0
         """Cases handed to Ray at once: twice the slots of the cluster."""
         self._rejections: list[str] = []
@@ -280,8 +282,10 @@ class RayExecutor:
         try:
             if not ray.is_initialized():
                 self._connect(address)
-            self._nodes = self._slot_nodes()
-            self.window = 2 * self._slot_count()
+            slots = self._slot_nodes()
+            self._nodes = sorted(slots)
+            self.slots = sum(slots.values())
+            self.window = 2 * self.slots
             self._runtime = self._check_nodes(pack, subjects)
             self._remote_case = ray.remote(run_case_on_node).options(
                 num_cpus=0,
@@ -323,26 +327,20 @@ class RayExecutor:
         )
         self._started_here = True
 
-    def _slot_nodes(self) -> list[str]:
-        nodes = [
-            node["NodeID"]
+    def _slot_nodes(self) -> dict[str, int]:
+        """The live nodes that declare :data:`SLOT_RESOURCE`, with their slots."""
+        nodes = {
+            str(node["NodeID"]): int(node.get("Resources", {}).get(SLOT_RESOURCE, 0))
             for node in self._ray.nodes()
-            if node.get("Alive") and node.get("Resources", {}).get(SLOT_RESOURCE, 0) >= 1
-        ]
-        if not nodes:
+            if node.get("Alive")
+        }
+        slots = {node: count for node, count in nodes.items() if count >= 1}
+        if not slots:
             raise EnvironmentFailure(
                 f"no node of the Ray cluster declares the resource {SLOT_RESOURCE}: start the "
                 f"nodes that run cases with ray start --resources '{{\"{SLOT_RESOURCE}\": N}}'"
             )
-        return sorted(nodes)
-
-    def _slot_count(self) -> int:
-        total = sum(
-            int(node.get("Resources", {}).get(SLOT_RESOURCE, 0))
-            for node in self._ray.nodes()
-            if node.get("Alive")
-        )
-        return max(1, total)
+        return slots
 
     def _check_nodes(self, pack: Pack, subjects: Sequence[RaySubject]) -> dict[str, Any]:
         """Probe every slot node; refuse the run unless all match this host."""
@@ -414,6 +412,11 @@ class RayExecutor:
         for name, value in self._limits.to_json().items():
             runtime.setdefault(name, value)
         return runtime
+
+    def params(self) -> dict[str, Any]:
+        """How many slot nodes passed the probe and how many slots they declared (cases at
+        once), counted when the run started; which nodes they were is never recorded."""
+        return {"executor": "ray", "ray_nodes": len(self._nodes), "ray_slots": self.slots}
 
     def submit(self, job: CaseJob) -> None:
         """Queue a case; at most :attr:`window` cases are handed to Ray at once, so the driver's
@@ -501,7 +504,8 @@ class RayExecutor:
             self._ray.shutdown()
 
     def notes(self) -> list[str]:
-        """One line per rejected transcript and per lost case (each made its case invalid)."""
+        """One line per rejected transcript and per lost case attempt (each made that attempt
+        an environment failure; a retried case may have passed on a later attempt)."""
         return [*self._rejections, *self._lost]
 
     # -- re-deriving every verdict ------------------------------------------------------------
