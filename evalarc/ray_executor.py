@@ -20,14 +20,19 @@ Before any case runs, every node that declares the :data:`SLOT_RESOURCE` resourc
 its EvalArc version, the pack's grader fingerprint and the runtime object its Docker backend
 reports (image id, limits, command, Python, OS, architecture) must equal this host's, or the run
 is refused with a message naming the node. Each candidate snapshot is put into Ray's object
-store once and its fingerprint is checked again on the node that unpacks it.
+store once and its fingerprint is checked again on the node that unpacks it. A node keeps one
+copy per snapshot, held (a shared lock) by each case running from it; sweeps remove a run's
+copies when it ends, and any copy no case has used for :data:`COPY_IDLE_SECONDS` (a killed
+driver's), but never a held one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import os
+import secrets
 import shutil
 import signal
 import tarfile
@@ -95,7 +100,7 @@ def snapshot_blob(snapshot: Snapshot) -> bytes:
 def unpack_snapshot(blob: bytes, sha256: str, default_command: list[str], root: Path) -> Snapshot:
     """Unpack a snapshot blob under ``root`` (once per node and fingerprint) and prove that it
     is the candidate the host fingerprinted."""
-    final = root / f"evalarc-worker-{sha256[:32]}"
+    final = copy_folder(root, sha256)
     if (final / "snapshot").is_dir():
         # Several workers of a node may check the cached copy at once: each in its own folder.
         check = Path(tempfile.mkdtemp(prefix=f"evalarc-worker-check-{sha256[:32]}-", dir=root))
@@ -104,6 +109,7 @@ def unpack_snapshot(blob: bytes, sha256: str, default_command: list[str], root: 
         finally:
             shutil.rmtree(check, ignore_errors=True)
         if snapshot.sha256 == sha256:
+            (final / LOCK_FILE).touch()  # a copy made before copies were held (none then)
             return _moved(snapshot, final / "snapshot")
         shutil.rmtree(final, ignore_errors=True)
     # Named by the snapshot, so a sweep finds it when a cancelled worker was killed mid-unpack.
@@ -119,6 +125,7 @@ def unpack_snapshot(blob: bytes, sha256: str, default_command: list[str], root: 
                 f"the candidate snapshot arrived as {snapshot.sha256[:12]}, not {sha256[:12]}"
             )
         shutil.rmtree(files)
+        (staging / LOCK_FILE).touch()
         try:
             staging.rename(final)
         except OSError:  # another worker of this node unpacked it first
@@ -127,6 +134,32 @@ def unpack_snapshot(blob: bytes, sha256: str, default_command: list[str], root: 
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def copy_folder(root: Path, sha256: str) -> Path:
+    """Where a node keeps its copy of a snapshot (``snapshot/``, beside :data:`LOCK_FILE`)."""
+    return root / f"{COPY_PREFIX}{sha256[:32]}"
+
+
+def hold_copy(root: Path, sha256: str) -> int | None:
+    """A shared lock on this node's copy of a snapshot, held while a case runs from it so that
+    no sweep removes it meanwhile (the lock ends with the process, whatever kills it); None
+    when there is no copy, or a sweep removed it while this waited. Marks the copy used now."""
+    lock = copy_folder(root, sha256) / LOCK_FILE
+    try:
+        descriptor = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH)
+        held, current = os.fstat(descriptor), os.stat(lock, follow_symlinks=False)
+        if (held.st_dev, held.st_ino) != (current.st_dev, current.st_ino):
+            raise FileNotFoundError(lock)  # swept and made again: hold the new one
+        os.utime(lock, follow_symlinks=False)
+    except OSError:
+        os.close(descriptor)
+        return None
+    return descriptor
 
 
 def _moved(snapshot: Snapshot, path: Path) -> Snapshot:
@@ -166,6 +199,14 @@ MAX_BACKENDS = 8
 hold thousands of engine clients."""
 CANCEL_WAIT_SECONDS = 15.0
 """How long a cancel waits for force-cancelled case tasks to end before sweeping the nodes."""
+COPY_PREFIX = "evalarc-worker-"
+"""The folders a node keeps under its temporary folder: ``<sha>`` copies of snapshots, and
+``unpack-``, ``check-``, ``probe-`` and ``trash-`` work folders."""
+LOCK_FILE = "in-use.lock"
+"""Beside a copy's ``snapshot/``: each case running from the copy holds a shared lock on it."""
+COPY_IDLE_SECONDS = 600.0
+"""A node's snapshot copy that no case has used for this long is removed by any sweep (the
+copies of a run whose driver was killed, which could not remove them itself)."""
 
 
 def run_case_on_node(
@@ -182,23 +223,33 @@ def run_case_on_node(
 
     pack = load_pack(task)
     started = time.monotonic()
-    key = (sha256, image)
-    backend = _BACKENDS.pop(key, None)
-    if backend is not None and not backend.snapshot_dir.is_dir():
-        backend.client.close()  # an earlier run ended and removed this node's copy
-        backend = None
-    if backend is None:
-        root = Path(tempfile.gettempdir())
+    root = Path(tempfile.gettempdir())
+    snapshot: Snapshot | None = None
+    held = hold_copy(root, sha256)
+    for _ in range(3):
+        if held is not None:
+            break
         snapshot = unpack_snapshot(blob, sha256, list(pack.default_command), root)
-        backend = DockerBackend(snapshot.path, snapshot.command, limits, root, image=image)
-    _BACKENDS[key] = backend
-    while len(_BACKENDS) > MAX_BACKENDS:
-        _, oldest = _BACKENDS.popitem(last=False)
-        oldest.client.close()  # a worker runs one task at a time: nobody else uses it now
-    cases = [case for case in pack.grader.generate_cases(seed) if case.case_id == case_id]
-    if len(cases) != 1:
-        raise EnvironmentFailure(f"no case {seed}/{case_id} in {task}")
-    record, recording = run_case(pack.grader, backend, cases[0], limits)
+        held = hold_copy(root, sha256)
+    if held is None:
+        raise EnvironmentFailure("this node's copy of the candidate vanished as it was unpacked")
+    try:
+        key = (sha256, image)
+        backend = _BACKENDS.pop(key, None)
+        if backend is None:
+            if snapshot is None:  # a copy another worker made: check it before trusting it
+                snapshot = unpack_snapshot(blob, sha256, list(pack.default_command), root)
+            backend = DockerBackend(snapshot.path, snapshot.command, limits, root, image=image)
+        _BACKENDS[key] = backend
+        while len(_BACKENDS) > MAX_BACKENDS:
+            _, oldest = _BACKENDS.popitem(last=False)
+            oldest.client.close()  # a worker runs one task at a time: nobody else uses it now
+        cases = [case for case in pack.grader.generate_cases(seed) if case.case_id == case_id]
+        if len(cases) != 1:
+            raise EnvironmentFailure(f"no case {seed}/{case_id} in {task}")
+        record, recording = run_case(pack.grader, backend, cases[0], limits)
+    finally:
+        os.close(held)
     return {
         "transcript": recording.transcript.jsonl() if recording is not None else "",
         "record": record,
@@ -206,22 +257,70 @@ def run_case_on_node(
     }
 
 
-def sweep_node(snapshots: Sequence[str] = ()) -> int:
-    """Remove leftovers of dead owners from this node's engine (workers killed mid-case) and
-    this node's copies of the run's snapshots; return how many containers were removed."""
+def sweep_node(snapshots: Sequence[str] = (), idle_seconds: float = COPY_IDLE_SECONDS) -> int:
+    """Remove leftovers from this node: containers of dead owners (workers killed mid-case),
+    the copies of ``snapshots`` (the run that ends) and of any snapshot no case has used for
+    ``idle_seconds`` (a run whose driver was killed), and unpack, check or probe folders of
+    workers killed meanwhile. A copy a case holds (:func:`hold_copy`) is never removed.
+    Return how many containers were removed."""
     from evalarc.runtime.docker_backend import connect, sweep_containers
 
     root = Path(tempfile.gettempdir())
-    for sha256 in snapshots:
-        shutil.rmtree(root / f"evalarc-worker-{sha256[:32]}", ignore_errors=True)
-        for stage in ("unpack", "check"):
-            for leftover in root.glob(f"evalarc-worker-{stage}-{sha256[:32]}-*"):
-                shutil.rmtree(leftover, ignore_errors=True)
+    ending = {sha256[:32] for sha256 in snapshots}
+    now = time.time()
+    for entry in sorted(root.glob(f"{COPY_PREFIX}*")):
+        name = entry.name.removeprefix(COPY_PREFIX)
+        stage, _, rest = name.partition("-")
+        if stage == "trash":
+            shutil.rmtree(entry, ignore_errors=True)
+        elif stage in ("unpack", "check", "probe"):
+            if rest[:32] in ending or _idle(entry, now, idle_seconds):
+                shutil.rmtree(entry, ignore_errors=True)
+        elif len(name) == 32:
+            _remove_copy(entry, name in ending, now, idle_seconds)
     client = connect()
     try:
         return sweep_containers(client)
     finally:
         client.close()
+
+
+def _idle(path: Path, now: float, idle_seconds: float) -> bool:
+    try:
+        return now - path.lstat().st_mtime >= idle_seconds
+    except OSError:
+        return False
+
+
+def _remove_copy(folder: Path, ending: bool, now: float, idle_seconds: float) -> None:
+    """Remove a snapshot copy unless a case holds it, or it was used within ``idle_seconds``
+    and its run is not ``ending``. It is renamed away under an exclusive lock, so a worker
+    waiting to hold it finds it gone and unpacks a new one."""
+    lock = folder / LOCK_FILE
+    try:
+        descriptor: int | None = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        descriptor = None
+    except OSError:
+        return
+    trash = folder.with_name(f"{COPY_PREFIX}trash-{secrets.token_hex(8)}")
+    try:
+        if descriptor is not None:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return  # a case runs from it
+        used = folder / LOCK_FILE if descriptor is not None else folder
+        if not ending and not _idle(used, now, idle_seconds):
+            return
+        try:
+            folder.rename(trash)
+        except OSError:
+            return
+    finally:
+        if descriptor is not None:
+            os.close(descriptor)
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 # -- the host side ---------------------------------------------------------------------------
@@ -271,6 +370,8 @@ class RayExecutor:
         self._on_start = on_start
         self._pending: dict[Any, CaseJob] = {}
         self._queued: deque[CaseJob] = deque()
+        self.slots = 0
+        """The slot nodes' EvalArc slots when the run started (cases they run at once)."""
         self.window = 0
         """Cases handed to Ray at once: twice the slots of the cluster."""
         self._rejections: list[str] = []
@@ -280,8 +381,10 @@ class RayExecutor:
         try:
             if not ray.is_initialized():
                 self._connect(address)
-            self._nodes = self._slot_nodes()
-            self.window = 2 * self._slot_count()
+            slots = self._slot_nodes()
+            self._nodes = sorted(slots)
+            self.slots = sum(slots.values())
+            self.window = 2 * self.slots
             self._runtime = self._check_nodes(pack, subjects)
             self._remote_case = ray.remote(run_case_on_node).options(
                 num_cpus=0,
@@ -323,26 +426,20 @@ class RayExecutor:
         )
         self._started_here = True
 
-    def _slot_nodes(self) -> list[str]:
-        nodes = [
-            node["NodeID"]
+    def _slot_nodes(self) -> dict[str, int]:
+        """The live nodes that declare :data:`SLOT_RESOURCE`, with their slots."""
+        nodes = {
+            str(node["NodeID"]): int(node.get("Resources", {}).get(SLOT_RESOURCE, 0))
             for node in self._ray.nodes()
-            if node.get("Alive") and node.get("Resources", {}).get(SLOT_RESOURCE, 0) >= 1
-        ]
-        if not nodes:
+            if node.get("Alive")
+        }
+        slots = {node: count for node, count in nodes.items() if count >= 1}
+        if not slots:
             raise EnvironmentFailure(
                 f"no node of the Ray cluster declares the resource {SLOT_RESOURCE}: start the "
                 f"nodes that run cases with ray start --resources '{{\"{SLOT_RESOURCE}\": N}}'"
             )
-        return sorted(nodes)
-
-    def _slot_count(self) -> int:
-        total = sum(
-            int(node.get("Resources", {}).get(SLOT_RESOURCE, 0))
-            for node in self._ray.nodes()
-            if node.get("Alive")
-        )
-        return max(1, total)
+        return slots
 
     def _check_nodes(self, pack: Pack, subjects: Sequence[RaySubject]) -> dict[str, Any]:
         """Probe every slot node; refuse the run unless all match this host."""
@@ -414,6 +511,11 @@ class RayExecutor:
         for name, value in self._limits.to_json().items():
             runtime.setdefault(name, value)
         return runtime
+
+    def params(self) -> dict[str, Any]:
+        """How many slot nodes passed the probe and how many slots they declared (cases at
+        once), counted when the run started; which nodes they were is never recorded."""
+        return {"executor": "ray", "ray_nodes": len(self._nodes), "ray_slots": self.slots}
 
     def submit(self, job: CaseJob) -> None:
         """Queue a case; at most :attr:`window` cases are handed to Ray at once, so the driver's
@@ -501,7 +603,8 @@ class RayExecutor:
             self._ray.shutdown()
 
     def notes(self) -> list[str]:
-        """One line per rejected transcript and per lost case (each made its case invalid)."""
+        """One line per rejected transcript and per lost case attempt (each made that attempt
+        an environment failure; a retried case may have passed on a later attempt)."""
         return [*self._rejections, *self._lost]
 
     # -- re-deriving every verdict ------------------------------------------------------------

@@ -19,7 +19,9 @@ Executors:
 Faults are data: an infrastructure failure (``environment_error``) of a case is kept, never
 retried silently; ``retry_infrastructure`` re-runs only such cases, at most that many more
 times, and every failed attempt stays in the events (``case_retried``). Candidate faults and
-timeouts are never retried. Each case's recording is handed to ``on_recording`` as soon as it
+timeouts are never retried. The case's ``case_completed`` event then names the attempt that
+counted (``attempt``), after the ``case_started``/``case_retried`` pairs of the failed ones.
+Each case's recording is handed to ``on_recording`` as soon as it
 is accepted, so the transcripts need not stay in memory.
 """
 
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from evalarc.bundle import signals_held
+from evalarc.canonical import JSONValue
 from evalarc.packs import (
     CaseRecording,
     Pack,
@@ -53,6 +56,8 @@ from evalarc.runtime.protocol import Backend, Limits
 
 EventSink = Callable[[dict[str, Any]], None]
 MAX_JOBS = 16
+MAX_RETRIES = 10
+"""Most re-runs ``--retry-infrastructure`` may ask for."""
 CANCEL_GRACE_SECONDS = 2.0
 """After Ctrl-C, how long running cases may finish before their containers are removed."""
 POLL_SECONDS = 0.2
@@ -111,6 +116,11 @@ class Executor(Protocol):
         """The runtime object of a candidate's report."""
         ...
 
+    def params(self) -> dict[str, JSONValue]:
+        """How the cases ran, for params.json: what a reader needs to read the timings (how
+        many cases ran at once, and where), never an address, a node id or a host name."""
+        ...
+
     def submit(self, job: CaseJob) -> None: ...
 
     def next_result(self, timeout: float) -> tuple[CaseJob, CaseResult] | None:
@@ -149,12 +159,16 @@ class ThreadExecutor:
         self._done: queue.Queue[tuple[CaseJob, Future[CaseResult]]] = queue.Queue()
         self._futures: list[Future[CaseResult]] = []
         self._cancelled = threading.Event()
+        self._jobs = jobs
         self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="evalarc-case")
 
     def runtime(self, subject: int) -> dict[str, Any]:
         backend = self._subjects[subject].backend
         assert backend is not None
         return case_runtime(backend, self._limits)
+
+    def params(self) -> dict[str, JSONValue]:
+        return {"jobs": self._jobs}
 
     def submit(self, job: CaseJob) -> None:
         future = self._pool.submit(self._run, job)
@@ -351,12 +365,12 @@ def run_subjects(
                         name = on_recording(result.recording)
                         tally.recordings[slot] = (job.case.seed, job.case.case_id, name)
                     tally.left -= 1
-                    progress.emit(
-                        tagged(
-                            job.subject,
-                            case_completed_event(pack, job.case, job.number, total, result.record),
-                        )
+                    completed = case_completed_event(
+                        pack, job.case, job.number, total, result.record
                     )
+                    if job.attempt > 1:  # the attempt that counted, after its failed ones
+                        completed["attempt"] = job.attempt
+                    progress.emit(tagged(job.subject, completed))
                     if tally.left == 0:
                         records = [record for record in tally.records if record is not None]
                         report = evaluation_report(
@@ -418,6 +432,8 @@ def check_jobs(jobs: object) -> int:
 def check_retries(retries: object) -> int:
     from evalarc.errors import UsageError
 
-    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
-        raise UsageError(f"--retry-infrastructure must be between 0 and 10, not {retries!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
+        raise UsageError(
+            f"--retry-infrastructure must be between 0 and {MAX_RETRIES}, not {retries!r}"
+        )
     return retries

@@ -2,29 +2,43 @@
 
 Run inside a fresh network namespace (``unshare -n``, loopback up) so that every Ray port is on
 loopback and reachable from nowhere else, with token authentication (``RAY_AUTH_MODE=token``)
-when the installed Ray has it. Usage::
+when the installed Ray has it. Run it from a folder that holds no ``evalarc/`` package (the
+tests run it in OUT): Ray puts the driver's working folder first on every worker's
+``sys.path``, which would hide the other EvalArc a node of the ``refused`` scenario installs.
+Usage::
 
     python tests/ray_cluster_driver.py OUT SCENARIO...
 
 Scenarios (each writes ``OUT/<scenario>/`` and a line to ``OUT/results.jsonl``):
 
+* ``refused``: runs that must be refused before any case runs: no node declares the slot
+  resource; then, beside a good slot node, a node with another EvalArc version installed, one
+  whose packs hold another grader, and one whose Docker engine is not a unix:// socket;
 * ``one-node`` / ``three-nodes``: the durable-kv audit (seed 17) on 1 or 3 slot nodes;
 * ``lying-worker``: an evaluation of the reference where the workers tamper with one case's
   record and another case's transcript;
 * ``node-removed``: the audit on 3 slot nodes, one node removed while cases run;
+* ``node-removed-retried``: the same with ``--retry-infrastructure 1``;
 * ``cancel-SIGINT`` / ``cancel-SIGTERM``: an ``evalarc audit --executor ray`` process (its own
   process group, its own empty TMPDIR) gets the signal once its staged folder holds a few
   recordings (cases done, others running on the node); the scenario records its exit status,
   what is left beside the output and in its TMPDIR, and, after bounded waits, the case
   containers, case tasks (``ray::run_case_on_node`` processes) and node snapshot copies left.
+* ``kill-SIGKILL``: the same audit (``--case-timeout 10``) killed outright, so it cleans up
+  nothing; the scenario records what is left, whether the case containers end by themselves
+  within their lifetime (no EvalArc sweeps them meanwhile), what a later EvalArc's sweeps
+  remove (the work folder in TMPDIR; the node's snapshot copies), and what stays.
 
-Every scenario also reports the case containers its cluster's workers made that still exist.
+Every scenario also reports the case containers its cluster's workers made that still exist,
+and the audits count the case tasks that started (``invocations``: per case, on which node)
+and the snapshots put into Ray's object store (``snapshot_puts``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,17 +52,21 @@ from typing import Any
 import docker
 import ray
 from ray.cluster_utils import Cluster
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from evalarc import ray_executor
+from evalarc.errors import EnvironmentFailure
 from evalarc.packs import materialize_workspace
 from evalarc.reports.audit import AuditOptions, run_audit
 from evalarc.reports.evaluation import EvaluateOptions, run_evaluate
-from evalarc.runtime.owner import OWNER_LABEL
+from evalarc.runtime.docker_backend import LIFETIME_SLACK_SECONDS
+from evalarc.runtime.owner import OWNER_LABEL, sweep_work_folders
 
 IMAGE = os.environ.get("EVALARC_TEST_IMAGE", "evalarc-python:local")
 SLOTS = 2
 SEEDS = (17,)
 ROOT_PID = os.getpid()
+KILLED_CASE_TIMEOUT = 10
 REAL_RUN = ray_executor.run_case_on_node
 
 
@@ -136,7 +154,8 @@ def _until(deadline: float, check: Any) -> Any:
 
 def cancel_scenario(cluster: Cluster, name: str, out: Path) -> dict[str, Any]:
     """Signal a running ``evalarc audit --executor ray`` mid-case; see the module doc."""
-    signum = signal.Signals[name.removeprefix("cancel-")]
+    signum = signal.Signals[name.rpartition("-")[2]]
+    killed = signum == signal.SIGKILL
     watch = ContainerWatch()
     root = out / name
     temp, work = root / "tmp", root / "work"
@@ -146,7 +165,8 @@ def cancel_scenario(cluster: Cluster, name: str, out: Path) -> dict[str, Any]:
     evalarc = Path(sys.executable).with_name("evalarc")
     process = subprocess.Popen(
         [str(evalarc), "audit", "--task", "durable-kv", "--seeds", *map(str, SEEDS), "--image",
-         IMAGE, "--executor", "ray", "--ray-address", cluster.address, "--output", str(output)],
+         IMAGE, "--executor", "ray", "--ray-address", cluster.address, "--output", str(output),
+         *(("--case-timeout", str(KILLED_CASE_TIMEOUT)) if killed else ())],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, "TMPDIR": str(temp)},
@@ -187,16 +207,42 @@ def cancel_scenario(cluster: Cluster, name: str, out: Path) -> dict[str, Any]:
     settle = time.monotonic() + 30
     result["group_alive"] = _until(settle, lambda: _group_alive(process.pid))
     result["case_tasks"] = _until(settle, _case_tasks)
-    result["containers_left"] = _until(settle, watch.existing)
+    if killed:
+        # Nobody cleans up after a SIGKILL: the containers must end by themselves by their
+        # case deadline plus the slack (the lifetime their idle process sleeps).
+        killed_at = time.monotonic()
+        lifetime = killed_at + KILLED_CASE_TIMEOUT + LIFETIME_SLACK_SECONDS + 20
+        result["containers_left"] = _until(lifetime, watch.existing)
+        result["containers_gone_after"] = round(time.monotonic() - killed_at, 1)
+        result["node_copies"] = _node_copies()
+        # What a later EvalArc does: sweep its TMPDIR's work folders of dead owners, and (a
+        # later Ray run, as it closes) sweep every slot node, here as if the copies had been
+        # idle for COPY_IDLE_SECONDS already (no case holds them any more).
+        result["swept_temp"] = sorted(path.name for path in sweep_work_folders(temp))
+        result["temp_after_sweep"] = sorted(entry.name for entry in temp.iterdir())
+        sweeper = ray.remote(ray_executor.sweep_node)
+        ray.get([
+            sweeper.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
+                node, soft=False)).remote([], 0)
+            for node in slot_node_ids()
+        ], timeout=120)
+        result["node_copies_after_sweep"] = _node_copies()
+    else:
+        result["containers_left"] = _until(settle, watch.existing)
+        result["node_copies"] = _node_copies()
     watch.left()
-    result["node_copies"] = sorted(
+    with (out / "results.jsonl").open("a") as stream:
+        stream.write(json.dumps(result) + "\n")
+    return result
+
+
+def _node_copies() -> list[str]:
+    """The nodes' snapshot copies (and staging folders) in the cluster's TMPDIR."""
+    return sorted(
         entry.name
         for entry in Path(os.environ.get("TMPDIR", "/tmp")).iterdir()
         if entry.name.startswith("evalarc-worker-")
     )
-    with (out / "results.jsonl").open("a") as stream:
-        stream.write(json.dumps(result) + "\n")
-    return result
 
 
 def lying_run(task: str, blob: bytes, sha256: str, seed: int, case_id: str, *rest: Any) -> Any:
@@ -217,6 +263,112 @@ def lying_run(task: str, blob: bytes, sha256: str, seed: int, case_id: str, *res
     return answer
 
 
+def counted_run(log: Path) -> Any:
+    """The real case run, each start logged (node, candidate, case) by the worker that runs it:
+    how many tasks a case got and where they ran."""
+
+    def run(task: str, blob: bytes, sha256: str, seed: int, case_id: str, *rest: Any) -> Any:
+        node = ray.get_runtime_context().get_node_id()
+        line = json.dumps({"node": node, "case": [sha256, seed, case_id]}) + "\n"
+        with open(log, "a", encoding="utf-8") as stream:
+            stream.write(line)
+        return REAL_RUN(task, blob, sha256, seed, case_id, *rest)
+
+    return run
+
+
+def invocations(log: Path, slot_nodes: set[str]) -> dict[str, Any]:
+    """What :func:`counted_run` logged: tasks started, the most any one case got, the nodes
+    used and whether every one of them declares the slot resource."""
+    entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    per_case: dict[str, int] = {}
+    for entry in entries:
+        key = json.dumps(entry["case"])
+        per_case[key] = per_case.get(key, 0) + 1
+    nodes = {entry["node"] for entry in entries}
+    return {
+        "tasks": len(entries),
+        "cases": len(per_case),
+        "most_per_case": max(per_case.values(), default=0),
+        "nodes_used": len(nodes),
+        "slot_nodes_only": nodes <= slot_nodes,
+    }
+
+
+def slot_node_ids() -> set[str]:
+    return {
+        node["NodeID"]
+        for node in ray.nodes()
+        if node.get("Resources", {}).get(ray_executor.SLOT_RESOURCE, 0) >= 1
+    }
+
+
+def other_evalarc(root: Path, version: str | None, grader_note: str | None) -> Path:
+    """A folder that, first on a node's PYTHONPATH, installs another EvalArc there: a copy of
+    this one with another distribution version, or with packs whose grader differs."""
+    source = Path(ray_executor.__file__).resolve().parents[1]
+    root.mkdir(parents=True)
+    shutil.copytree(source / "evalarc", root / "evalarc",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(source / "packs", root / "packs", ignore=shutil.ignore_patterns("__pycache__"))
+    if version is not None:
+        info = root / f"evalarc-{version}.dist-info"
+        info.mkdir()
+        metadata = f"Metadata-Version: 2.1\nName: evalarc\nVersion: {version}\n"
+        (info / "METADATA").write_text(metadata)
+    if grader_note is not None:
+        with (root / "packs" / "durable-kv" / "durable_kv.py").open("a") as stream:
+            stream.write(f"# {grader_note}\n")
+    return root
+
+
+def refused_scenario(cluster: Cluster, out: Path) -> dict[str, Any]:
+    """Runs refused before any case runs: see the module doc. Leaves one good slot node."""
+    watch = ContainerWatch()
+    workspace = out / "refused-candidate"
+    materialize_workspace("durable-kv", "python", reference=True, fault=None, dest=workspace)
+    options = EvaluateOptions(image=IMAGE, seeds=SEEDS, executor="ray",
+                              ray_address=cluster.address)
+    messages: dict[str, str] = {}
+
+    def attempt(name: str) -> None:
+        try:
+            run_evaluate(workspace, out / f"refused-{name}", options)
+        except EnvironmentFailure as error:
+            messages[name] = error.message
+        else:
+            messages[name] = "(not refused)"
+
+    attempt("no-slot-node")
+    cluster.add_node(num_cpus=1, resources={ray_executor.SLOT_RESOURCE: SLOTS})
+    cluster.wait_for_nodes()
+    bad_nodes = {
+        "other-version": {"PYTHONPATH": str(other_evalarc(out / "evalarc-9", "9.9.9", None))},
+        "other-grader": {"PYTHONPATH": str(other_evalarc(out / "evalarc-g", None, "changed"))},
+        "remote-engine": {"DOCKER_HOST": "tcp://127.0.0.1:2376"},
+    }
+    for name, environment in bad_nodes.items():
+        node = cluster.add_node(num_cpus=1, resources={ray_executor.SLOT_RESOURCE: SLOTS},
+                                env_vars=environment)
+        cluster.wait_for_nodes()
+        attempt(name)
+        cluster.remove_node(node)
+        cluster.wait_for_nodes()
+    result = {
+        "scenario": "refused",
+        "messages": messages,
+        "published": sorted(entry.name for entry in out.iterdir()
+                            if entry.name.startswith("refused-") and entry.is_dir()
+                            and entry.name != "refused-candidate"),
+        "containers_seen": len(watch.seen),
+        "containers_left": watch.left(),
+        "version": ray_executor.__version__,
+    }
+    with (out / "results.jsonl").open("a") as stream:
+        stream.write(json.dumps(result) + "\n")
+    return result
+
+
 def machine_strings(cluster: Cluster, out: Path) -> list[str]:
     """What identifies this machine and this cluster: none may appear in a published file."""
     strings = {cluster.address, cluster.address.rpartition(":")[0], socket.gethostname(),
@@ -234,7 +386,15 @@ def scenario(cluster: Cluster, name: str, out: Path) -> dict[str, Any]:
     watch = ContainerWatch()
     started = time.monotonic()
     result: dict[str, Any] = {"scenario": name}
-    options = AuditOptions(image=IMAGE, seeds=SEEDS, executor="ray", ray_address=cluster.address)
+    options = AuditOptions(
+        image=IMAGE,
+        seeds=SEEDS,
+        executor="ray",
+        ray_address=cluster.address,
+        retry_infrastructure=1 if name == "node-removed-retried" else 0,
+    )
+    log = out / f"invocations-{name}.jsonl"
+    slot_nodes = slot_node_ids()
     if name == "lying-worker":
         workspace = out / "reference"
         materialize_workspace("durable-kv", "python", reference=True, fault=None, dest=workspace)
@@ -249,7 +409,7 @@ def scenario(cluster: Cluster, name: str, out: Path) -> dict[str, Any]:
         finally:
             ray_executor.run_case_on_node = REAL_RUN
         result.update(valid=evaluation.report["valid"], notes=list(evaluation.notes))
-    elif name == "node-removed":
+    elif name.startswith("node-removed"):
         victims = [node for node in cluster.list_all_nodes() if not node.head]
         completed = threading.Event()
         seen = {"count": 0}
@@ -267,13 +427,33 @@ def scenario(cluster: Cluster, name: str, out: Path) -> dict[str, Any]:
 
         remover = threading.Thread(target=remove, daemon=True)
         remover.start()
-        audit = run_audit(out / name, options, on_event=on_event)
+        ray_executor.run_case_on_node = counted_run(log)
+        try:
+            audit = run_audit(out / name, options, on_event=on_event)
+        finally:
+            ray_executor.run_case_on_node = REAL_RUN
         remover.join(timeout=5)
         result.update(valid=audit.audit["valid"], score=audit.audit.get("score"),
                       notes=list(audit.notes))
     else:
-        audit = run_audit(out / name, options)
-        result.update(valid=audit.audit["valid"], notes=list(audit.notes))
+        ray_executor.run_case_on_node = counted_run(log)
+        puts: list[int] = []
+        real_put = ray.put
+
+        def counted_put(value: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(value, bytes):  # a snapshot blob (nothing else is put as bytes)
+                puts.append(len(value))
+            return real_put(value, *args, **kwargs)
+
+        ray.put = counted_put
+        try:
+            audit = run_audit(out / name, options)
+        finally:
+            ray_executor.run_case_on_node = REAL_RUN
+            ray.put = real_put
+        result.update(valid=audit.audit["valid"], notes=list(audit.notes), snapshot_puts=len(puts))
+    if name != "lying-worker":
+        result["invocations"] = invocations(log, slot_nodes)
     result["seconds"] = round(time.monotonic() - started, 3)
     result["machine"] = machine_strings(cluster, out)
     result["containers_left"] = watch.left()
@@ -291,15 +471,20 @@ def main() -> None:
         head_node_args={"num_cpus": 1, "include_dashboard": False},
     )
     try:
-        cluster.add_node(num_cpus=1, resources={ray_executor.SLOT_RESOURCE: SLOTS})
-        cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False)
+        if "refused" in wanted:  # first: it starts with no slot node, and leaves one
+            refused_scenario(cluster, out)
+        else:
+            cluster.add_node(num_cpus=1, resources={ray_executor.SLOT_RESOURCE: SLOTS})
+            cluster.wait_for_nodes()
         for name in wanted:
-            if name.startswith("cancel-"):
+            if name == "refused":
+                continue
+            if name.startswith(("cancel-", "kill-")):
                 cancel_scenario(cluster, name, out)
                 continue
             if name != "one-node" and len(cluster.list_all_nodes()) < 4:
-                for _ in range(2):
+                while len(cluster.list_all_nodes()) < 4:  # the head and 3 slot nodes
                     cluster.add_node(num_cpus=1, resources={ray_executor.SLOT_RESOURCE: SLOTS})
                 cluster.wait_for_nodes()
                 time.sleep(1)

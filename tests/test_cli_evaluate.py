@@ -29,6 +29,7 @@ from evalarc.reports.evaluation import (
 )
 from evalarc.runtime.recording import load_index, read_recording, runtime_fingerprint
 from evalarc.runtime.snapshot import snapshot_candidate
+from evalarc.schedule import default_jobs
 
 PACK = load_pack("durable-kv")
 REPORT_FILES = ["candidate", "evaluation.json", "events.jsonl", "index.html", "params.json",
@@ -299,7 +300,7 @@ def test_evaluate_reference_locally_writes_a_complete_report_folder(tmp_path: Pa
         "task": "durable-kv", "candidate": "candidate", "backend": "local", "trust_local": True,
         "image": None, "seeds": [17, 41], "timeout": 10.0, "case_timeout": 60.0,
         "startup_timeout": 30.0, "report": "evaluation.json",
-        "recordings": "recordings/index.json",
+        "recordings": "recordings/index.json", "jobs": default_jobs(),
     }
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
     assert [e["event"] for e in events] == ["evaluation_started"] + [

@@ -1,4 +1,5 @@
-"""Ctrl-C and SIGTERM during an ``evalarc audit --executor ray``: exit 130, nothing left.
+"""Ctrl-C, SIGTERM and SIGKILL during an ``evalarc audit --executor ray``: nothing published,
+nothing left for long.
 
 A real ``evalarc`` process (its own process group and empty TMPDIR, its output in an empty
 folder) runs the durable-kv audit on a real local Ray cluster (``tests/ray_cluster_driver.py``,
@@ -9,6 +10,12 @@ SIGTERM (to the process, as ``kill`` sends it). Then, within bounded waits: exit
 "evalarc: cancelled"; no output folder and no staging folder beside it; an empty TMPDIR; no
 process of its group; no case container of the cluster's workers; no Ray worker still running
 an EvalArc task; no node copy of a snapshot.
+
+SIGKILL (the driver crashes): nothing is published; Ray ends the dead driver's case tasks; the
+case containers end by themselves within their lifetime (case deadline plus slack) with no
+EvalArc sweeping them; a later EvalArc's sweeps remove the work folder it left in TMPDIR and the
+nodes' snapshot copies (no case holds them any more). Its hidden staging folder beside the
+output stays (nothing removes it).
 
 Needs what ``tests/test_ray_executor.py`` needs; without it these tests fail, never skip.
 """
@@ -28,7 +35,7 @@ from test_ray_executor import DRIVER, _ray_environment
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.ray]
 
-SCENARIOS = ("cancel-SIGINT", "cancel-SIGTERM")
+SCENARIOS = ("cancel-SIGINT", "cancel-SIGTERM", "kill-SIGKILL")
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +51,7 @@ def cancelled_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         completed = subprocess.run(
             ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
              sys.executable, str(DRIVER), str(out), *SCENARIOS],
+            cwd=out,
             env={**_ray_environment(), "TMPDIR": str(nodes_temp)},
             capture_output=True,
             text=True,
@@ -66,7 +74,7 @@ def cancelled_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return results
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", SCENARIOS[:2])
 def test_a_signal_mid_audit_cancels_everything(
     cancelled_runs: dict[str, Any], scenario: str
 ) -> None:
@@ -82,3 +90,22 @@ def test_a_signal_mid_audit_cancels_everything(
     assert result["containers_left"] == [], result
     assert result["case_tasks"] == [], result
     assert result["node_copies"] == [], result
+
+
+def test_a_killed_driver_publishes_nothing_and_its_leftovers_go(
+    cancelled_runs: dict[str, Any],
+) -> None:
+    result = cancelled_runs["kill-SIGKILL"]
+    assert result["delivered"] and result["recorded_before_signal"] >= 4, result
+    assert result["case_tasks_before"] and result["containers_before"] > 0, result
+    assert result["code"] == -9, result
+    # Nothing published: only the hidden staging folder a SIGKILL leaves beside the output.
+    assert [name for name in result["left"] if not name.startswith(".audit.")] == [], result
+    assert all(name.endswith(".partial") for name in result["left"]), result
+    assert result["case_tasks"] == [], result  # Ray ended the dead driver's tasks
+    assert result["containers_left"] == [], result  # each ended by its own lifetime
+    assert result["node_copies"], result  # the killed run could not remove them itself
+    assert len(result["swept_temp"]) == 1 and result["swept_temp"][0].startswith(
+        "evalarc-audit-"), result
+    assert result["temp_after_sweep"] == [], result
+    assert result["node_copies_after_sweep"] == [], result

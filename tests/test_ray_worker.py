@@ -1,10 +1,13 @@
 """What a Ray worker runs for a case (``run_case_on_node``), called in-process with the real
-Docker engine: the snapshot arrives as a blob and is checked, and a worker keeps a bounded number
-of candidates' backends however many candidates a sweep sends it."""
+Docker engine: the snapshot arrives as a blob and is checked, a worker keeps a bounded number
+of candidates' backends however many candidates a sweep sends it, and a node's sweep removes
+the snapshot copies no case holds (a run's own as it ends, any other once idle) but never one
+a case runs from."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -61,3 +64,47 @@ def test_a_snapshot_that_arrives_altered_is_refused(tmp_path: Path) -> None:
     (blob, _), (_, other) = _snapshots(tmp_path, [None, "memory-only"])
     with pytest.raises(EnvironmentFailure, match="arrived as"):
         ray_executor.unpack_snapshot(blob, other, list(pack.default_command), tmp_path)
+
+
+def test_a_sweep_removes_the_copies_no_case_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node = tmp_path / "node"
+    node.mkdir()
+    monkeypatch.setenv("TMPDIR", str(node))
+    monkeypatch.setattr(ray_executor.tempfile, "tempdir", None)
+    monkeypatch.setattr(ray_executor, "_BACKENDS", ray_executor.OrderedDict())
+    pack = load_pack("durable-kv")
+    (blob, mine), (other_blob, other) = _snapshots(tmp_path, [None, "memory-only"])
+    for data, sha256 in ((blob, mine), (other_blob, other)):
+        ray_executor.unpack_snapshot(data, sha256, list(pack.default_command), node)
+    killed = node / f"evalarc-worker-unpack-{mine[:32]}-killed"  # a worker killed mid-unpack
+    killed.mkdir()
+    held = ray_executor.hold_copy(node, mine)  # as a case running from the copy does
+    assert held is not None
+    try:
+        # The run of ``mine`` ends: its leftovers go, but not the copy a case still holds; the
+        # other run's copy, used just now, stays too.
+        ray_executor.sweep_node([mine])
+        assert not killed.exists()
+        assert ray_executor.copy_folder(node, mine).is_dir()
+        assert ray_executor.copy_folder(node, other).is_dir()
+        # Past the idle bound (0 s here) the copy nobody holds goes; the held one stays.
+        ray_executor.sweep_node([], idle_seconds=0)
+        assert ray_executor.copy_folder(node, mine).is_dir()
+        assert not ray_executor.copy_folder(node, other).exists()
+    finally:
+        os.close(held)
+    ray_executor.sweep_node([], idle_seconds=0)
+    assert sorted(entry.name for entry in node.iterdir()) == []
+    # A worker that finds its copy swept unpacks (and checks) a new one and holds it.
+    answer = ray_executor.run_case_on_node(
+        "durable-kv", blob, mine, 17, "read-write-delete", pack.limits, IMAGE)
+    assert answer["record"]["status"] == "passed"
+    copy = ray_executor.copy_folder(node, mine)
+    assert (copy / "snapshot" / "main.py").is_file() and (copy / ray_executor.LOCK_FILE).is_file()
+    ray_executor.sweep_node([mine])  # nothing holds it once the case ended
+    assert not copy.exists()
+    for backend in ray_executor._BACKENDS.values():
+        backend.client.close()
+    shutil.rmtree(node, ignore_errors=True)

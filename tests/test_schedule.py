@@ -1,5 +1,7 @@
-"""Case-granular scheduling: ``--jobs`` changes nothing but the timings, and
-``--retry-infrastructure`` re-runs only infrastructure failures, recording every attempt.
+"""Case-granular scheduling: ``--jobs`` changes nothing but the timings (params.json records
+it), progress reaches stderr as cases finish, ``--retry-infrastructure`` re-runs only
+infrastructure failures (never a candidate's fault or timeout), recording every attempt in a
+folder ``verify`` accepts, and options that would be ignored are refused.
 
 Runs the durable-kv reference with the local backend (trusted code: the pack's own reference)
 and replays recordings; no Docker needed.
@@ -62,8 +64,11 @@ def test_jobs_change_only_the_timings(tmp_path: Path) -> None:
     assert events[0] == events[1]
     assert [event["event"] for event in events[1][:3]] == [
         "evaluation_started", "case_started", "case_completed"]
-    for folder in (one, four):
+    for folder, jobs in ((one, 1), (four, 4)):
         assert _cli("verify", folder, cwd=tmp_path).returncode == 0
+        # params.json says how the cases ran (jobs), which the report does not depend on.
+        params = json.loads((folder / "params.json").read_text())
+        assert params["jobs"] == jobs and "executor" not in params
 
 
 def _break_one_recording(folder: Path, case_id: str) -> str:
@@ -91,7 +96,7 @@ def test_only_infrastructure_failures_are_retried_and_every_attempt_is_kept(
     _break_one_recording(source, "read-write-delete")
     done = _cli("evaluate", tmp_path / "ws", "--backend", "replay", "--recordings",
                 source / "recordings", "--seeds", "17", "41", "--retry-infrastructure", "2",
-                "--output", "retried", "--progress", cwd=tmp_path)
+                "--output", "retried", cwd=tmp_path)
     assert done.returncode == 2, done.stderr  # still an infrastructure failure: invalid
     folder = tmp_path / "retried"
     report = json.loads((folder / "evaluation.json").read_text())
@@ -107,8 +112,49 @@ def test_only_infrastructure_failures_are_retried_and_every_attempt_is_kept(
     ]
     completed = [event for event in events if event["event"] == "case_completed"]
     assert len(completed) == len(report["cases"])
+    # In events.jsonl the case's failed attempts come first, then the one that counted.
+    mine = [(event["event"], event.get("attempt")) for event in events
+            if event.get("case_id") == "read-write-delete" and event["seed"] == 17]
+    assert mine == [("case_started", None), ("case_retried", 1), ("case_started", 2),
+                    ("case_retried", 2), ("case_started", 3), ("case_completed", 3)]
+    # Progress on stderr says each failed attempt as it happens.
+    assert ("[ 1/30] seed 17 read-write-delete: attempt 1 failed (cleanup failed: the engine "
+            "went away); running it again") in done.stderr.splitlines()
     params = json.loads((folder / "params.json").read_text())
-    assert params["retry_infrastructure"] == 2
+    assert params["retry_infrastructure"] == 2 and params["jobs"] == 1
+    verified = _cli("verify", folder, cwd=tmp_path)
+    assert verified.returncode == 0, verified.stderr
+    assert "records are consistent" in verified.stdout
+
+    # verify checks the attempts against the report and retry_infrastructure.
+    lines = (folder / "events.jsonl").read_text().splitlines(keepends=True)
+    retried_at = [number for number, line in enumerate(lines)
+                  if json.loads(line)["event"] == "case_retried"]
+    tampered = {
+        # an attempt fewer than the two re-runs asked for
+        "after 2 attempt(s), not the 3": [*lines[:retried_at[1]], *lines[retried_at[1] + 2:]],
+        # a failed attempt the run never had
+        "differs from the next attempt's case_started": [
+            *lines[:retried_at[1] + 1],
+            lines[retried_at[1] + 1].replace('"attempt":3', '"attempt":4'),
+            *lines[retried_at[1] + 2:]],
+    }
+    for message, edited in tampered.items():
+        (folder / "events.jsonl").write_text("".join(edited))
+        refused = _cli("verify", folder, cwd=tmp_path)
+        assert refused.returncode == 2 and message in refused.stderr, (message, refused.stderr)
+    (folder / "events.jsonl").write_text("".join(lines))
+    for key, value, message in [
+        ("retry_infrastructure", 1, "more often than retry_infrastructure allows"),
+        ("retry_infrastructure", 11, "retry_infrastructure must be a whole number from 0 to 10"),
+        ("jobs", 0, "jobs must be a whole number above 0"),
+        ("executor", "dask", "unknown executor 'dask'"),
+        ("ray_nodes", 3, "ray_nodes but the cases did not run on Ray"),
+    ]:
+        edited_params = {**params, key: value}
+        (folder / "params.json").write_text(json.dumps(edited_params, indent=2) + "\n")
+        refused = _cli("verify", folder, cwd=tmp_path)
+        assert refused.returncode == 2 and message in refused.stderr, (key, refused.stderr)
 
 
 def test_candidate_faults_are_never_retried(tmp_path: Path) -> None:
@@ -123,3 +169,72 @@ def test_candidate_faults_are_never_retried(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "out" / "evaluation.json").read_text())
     assert any(case["status"] == "failed" for case in report["cases"])
     assert not [event for event in events if event["event"] == "case_retried"]
+
+
+def test_timeouts_are_never_retried(tmp_path: Path) -> None:
+    # A candidate that answers nothing times out on every case: its fault, never retried.
+    workspace = tmp_path / "silent"
+    materialize_workspace("durable-kv", "python", reference=True, fault=None, dest=workspace)
+    (workspace / "main.py").write_text(
+        "import sys, time\nfor line in sys.stdin:\n    time.sleep(30)\n")
+    done = _cli("evaluate", workspace, "--backend", "local", "--trust-local", "--seeds", "17",
+                "--timeout", "0.5", "--case-timeout", "5", "--retry-infrastructure", "3",
+                "--output", "out", "--progress", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    report = json.loads((tmp_path / "out" / "evaluation.json").read_text())
+    assert report["valid"] is True
+    assert {case["status"] for case in report["cases"]} == {"agent_error"}
+    assert all("timeout" in case["error"] or "did not answer" in case["error"]
+               for case in report["cases"]), [case["error"] for case in report["cases"]]
+    events = [json.loads(line) for line in
+              (tmp_path / "out" / "events.jsonl").read_text().splitlines()]
+    assert not [event for event in events if event["event"] == "case_retried"]
+    assert not [event for event in events if "attempt" in event]
+
+
+def test_progress_arrives_as_cases_finish(tmp_path: Path) -> None:
+    """The first case's line is on stderr while the run still goes on (nothing published yet);
+    an audit prints one line per case of every control, not only when a control ends."""
+    workspace = tmp_path / "ws"
+    materialize_workspace("durable-kv", "python", reference=True, fault=None, dest=workspace)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "evalarc.cli", "audit", "--backend", "local", "--trust-local",
+         "--seeds", "17", "--jobs", "2", "--output", "audit"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert process.stderr is not None
+    first_case = None
+    lines = []
+    for line in process.stderr:
+        lines.append(line.rstrip("\n"))
+        if first_case is None and "] seed 17 " in line:
+            first_case = (process.poll(), (tmp_path / "audit").exists())
+    process.wait(timeout=600)
+    assert process.returncode == 0, lines
+    assert first_case == (None, False)
+    cases = [line for line in lines if "] seed 17 " in line]
+    assert len(cases) == 9 * 15
+    assert "reference [ 1/15] seed 17 read-write-delete: passed (" in "\n".join(cases)
+    assert len({line.split(":")[0] for line in cases}) == 9 * 15
+    # Every control's end comes after its own 15 cases.
+    for control in ("reference", "memory-only", "commit-on-exit"):
+        end = lines.index(next(line for line in lines if line.startswith(f"{control}: score")))
+        assert len([line for line in lines[:end] if line.startswith(f"{control} [")]) == 15
+
+
+def test_options_that_would_be_ignored_are_refused(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    materialize_workspace("durable-kv", "python", reference=True, fault=None, dest=workspace)
+    for command, message in [
+        (("evaluate", workspace, "--executor", "ray", "--jobs", "4"),
+         "--jobs sets the cases run at once on this machine; with --executor ray each node's "
+         "evalarc_slot resource does"),
+        (("audit", "--executor", "ray", "--jobs", "4"), "with --executor ray each node's"),
+        (("evaluate", workspace, "--ray-address", "127.0.0.1:6379"),
+         "--ray-address is only for --executor ray"),
+        (("audit", "--ray-address", "127.0.0.1:6379"), "--ray-address is only for --executor ray"),
+    ]:
+        done = _cli(*command, "--output", "out", cwd=tmp_path)
+        assert done.returncode == 2 and message in done.stderr, (command, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "out").exists()

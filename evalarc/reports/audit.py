@@ -66,6 +66,7 @@ from evalarc.reports.backends import (
     executor_params,
     jobs_for,
     make_backend,
+    recorded_retries,
 )
 from evalarc.reports.kind import ReportKind, write_page
 from evalarc.reports.replayed import (
@@ -86,6 +87,7 @@ from evalarc.reports.run_folder import (
     INDEX_FILE,
     RECORDINGS_DIR,
     RecordingWriter,
+    case_progress_line,
     make_parents,
     recording_index,
     remove_empty,
@@ -202,7 +204,7 @@ def resolve_audit(options: AuditOptions) -> ResolvedAudit:
     limits = case_limits(pack, options.timeout, options.case_timeout, options.startup_timeout)
     without = tuple(sorted(set(options.without_cases)))
     audited = reduced_pack(pack, without, seeds) if without else pack
-    check_executor(options.executor, options.backend)
+    check_executor(options.executor, options.backend, options.jobs, options.ray_address)
     check_retries(options.retry_infrastructure)
     jobs = options.jobs if options.jobs is not None else default_jobs()
     check_jobs(jobs)
@@ -399,7 +401,9 @@ class AuditResult:
     foreign_graders: list[str]
     """Grader fingerprints, other than today's, whose recordings were replayed."""
     notes: tuple[str, ...] = ()
-    """Remote executors only: transcripts this host rejected (each made its case invalid)."""
+    """Remote executors only: each transcript this host rejected and each case attempt whose
+    worker was lost (an environment failure of that attempt; under ``retry_infrastructure`` the
+    case may have run again, as ``events.jsonl`` shows)."""
 
     @property
     def exit_code(self) -> ExitCode:
@@ -516,7 +520,7 @@ def run_audit(
                 staging,
                 pack,
                 controls,
-                options,
+                audit_params(options, resolved, executor),
                 resolved,
                 created_at,
                 progress.in_plan_order([control.name for control in controls]),
@@ -550,7 +554,7 @@ def _write_audit_folder(
     staging: Path,
     pack: Pack,
     controls: Sequence[Control],
-    options: AuditOptions,
+    recorded: dict[str, JSONValue],
     resolved: ResolvedAudit,
     created_at: str,
     events: list[dict[str, Any]],
@@ -567,9 +571,9 @@ def _write_audit_folder(
         recording_index(pack, control.run, index)
         write_json(staging / EVALUATIONS_DIR / f"{control.name}.json", report)
     save_index(index, recordings / INDEX_FILE)
-    context = audit_context(
-        pack, options.language, resolved.seeds, resolved.without_cases, created_at
-    )
+    language = recorded["language"]
+    assert isinstance(language, str)
+    context = audit_context(pack, language, resolved.seeds, resolved.without_cases, created_at)
     audit = build_audit(
         pack,
         reports[REFERENCE_CONTROL],
@@ -578,13 +582,16 @@ def _write_audit_folder(
     )
     write_json(staging / REPORT_FILE, audit)
     write_text(staging / EVENTS_FILE, "".join(compact_json(event) + "\n" for event in events))
-    params = params_document("audit", audit_params(options, resolved))
+    params = params_document("audit", recorded)
     write_json(staging / "params.json", params)
     write_page(staging, KIND, params, audit)
     return audit
 
 
-def audit_params(options: AuditOptions, resolved: ResolvedAudit) -> dict[str, JSONValue]:
+def audit_params(
+    options: AuditOptions, resolved: ResolvedAudit, executor: Executor
+) -> dict[str, JSONValue]:
+    """The audit's options, and how its cases ran (:func:`executor_params`)."""
     return {
         "task": options.task,
         "language": options.language,
@@ -596,8 +603,7 @@ def audit_params(options: AuditOptions, resolved: ResolvedAudit) -> dict[str, JS
         "case_timeout": options.case_timeout,
         "startup_timeout": options.startup_timeout,
         "without_cases": list(resolved.without_cases),
-        "jobs": resolved.jobs,
-        **executor_params(options.executor, options.retry_infrastructure),
+        **executor_params(executor, options.retry_infrastructure),
         "replay_recordings": None
         if options.backend != "replay"
         else recordings_label(options.recordings),
@@ -607,11 +613,14 @@ def audit_params(options: AuditOptions, resolved: ResolvedAudit) -> dict[str, JS
 
 
 def progress_line(event: Mapping[str, Any]) -> str | None:
-    """The human progress line of an event: one when each control's evaluation starts and one
-    when it ends."""
+    """The human progress line of an event: one when each control's evaluation starts, one per
+    case as it finishes (cases of every control run side by side) and one when each control's
+    evaluation ends."""
     name = event.get("event")
     if name == "evaluation_started":
         return f"{event['control']}: {event['total_cases']} cases"
+    if name in ("case_completed", "case_retried"):
+        return f"{event['control']} {case_progress_line(event)}"
     if name != "evaluation_completed":
         return None
     score = event.get("score")
@@ -747,7 +756,7 @@ def derived_audit_files(
     derived: dict[str, Any] = {
         f"{EVALUATIONS_DIR}/{name}.json": text_bytes(pretty_json(report)) for name, report in runs
     }
-    derived[EVENTS_FILE] = events_check(runs)
+    derived[EVENTS_FILE] = events_check(runs, recorded_retries(params))
     return derived
 
 

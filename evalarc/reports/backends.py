@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalarc.canonical import JSONValue
-from evalarc.errors import UsageError
+from evalarc.errors import UsageError, VerificationError
 from evalarc.packs import Pack
 from evalarc.runtime.protocol import Backend, Limits
 from evalarc.runtime.snapshot import Snapshot
 from evalarc.schedule import (
+    MAX_JOBS,
+    MAX_RETRIES,
     Executor,
+    check_retries,
     default_jobs,
 )
 
@@ -52,7 +56,10 @@ def check_seconds(name: str, value: object) -> float:
     return seconds
 
 
-def check_executor(executor: str, backend: str) -> None:
+def check_executor(
+    executor: str, backend: str, jobs: int | None = None, ray_address: str | None = None
+) -> None:
+    """The executor options fit together; an option that would be silently ignored is refused."""
     if executor not in EXECUTORS:
         raise UsageError(f"unknown executor {executor!r} (choose threads or ray)")
     if executor == "ray" and backend != "docker":
@@ -60,6 +67,16 @@ def check_executor(executor: str, backend: str) -> None:
             "--executor ray runs cases in Docker on the cluster's nodes: use it "
             "with --backend docker"
         )
+    if executor == "ray" and jobs is not None:
+        from evalarc.ray_executor import SLOT_RESOURCE
+
+        raise UsageError(
+            f"--jobs sets the cases run at once on this machine; with --executor ray each "
+            f"node's {SLOT_RESOURCE} resource does (ray start --resources "
+            f"'{{\"{SLOT_RESOURCE}\": N}}')"
+        )
+    if executor != "ray" and ray_address is not None:
+        raise UsageError("--ray-address is only for --executor ray")
 
 
 def jobs_for(options_jobs: int | None, backend: str) -> int:
@@ -71,7 +88,8 @@ def jobs_for(options_jobs: int | None, backend: str) -> int:
 
 
 def executor_notes(executor: Executor) -> tuple[str, ...]:
-    """What a remote executor must tell its user beyond the report (rejected transcripts)."""
+    """What a remote executor must tell its user beyond the report (rejected transcripts,
+    lost workers)."""
     notes = getattr(executor, "notes", None)
     return tuple(notes()) if callable(notes) else ()
 
@@ -208,15 +226,47 @@ def close_backend(backend: Backend) -> None:
         client.close()
 
 
-def executor_params(executor: str, retry_infrastructure: int) -> dict[str, JSONValue]:
-    """Where cases ran and how infrastructure failures were retried, recorded only when not
-    the defaults (results never depend on either; the cluster's address is never recorded)."""
-    params: dict[str, JSONValue] = {}
-    if executor != "threads":
-        params["executor"] = executor
+def executor_params(executor: Executor, retry_infrastructure: int) -> dict[str, JSONValue]:
+    """How the cases ran, for params.json: the executor's own account (``jobs`` on this
+    machine; ``executor``, ``ray_nodes`` and ``ray_slots`` on Ray) and ``retry_infrastructure``
+    when asked for. The report itself never depends on them, and no address, node id or host
+    name is among them."""
+    params = dict(executor.params())
     if retry_infrastructure:
         params["retry_infrastructure"] = retry_infrastructure
     return params
+
+
+def recorded_retries(params: Mapping[str, Any]) -> int:
+    """Check how params.json says the cases ran (``verify``): each of those options is optional
+    (older folders lack some) but must be well-formed; return ``retry_infrastructure``, which
+    bounds the failed attempts ``events.jsonl`` may show."""
+    executor = params.get("executor", "threads")
+    if executor not in EXECUTORS:
+        raise VerificationError(f"params.json names an unknown executor {executor!r}")
+    counts: dict[str, int] = {}
+    for key, most in (("jobs", MAX_JOBS), ("ray_nodes", None), ("ray_slots", None)):
+        if key not in params:
+            continue
+        value = params.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise VerificationError(f"params.json: {key} must be a whole number above 0")
+        if most is not None and value > most:
+            raise VerificationError(f"params.json: {key} must be at most {most}")
+        counts[key] = value
+    ray_keys = sorted(key for key in ("ray_nodes", "ray_slots") if key in counts)
+    if ray_keys and executor != "ray":
+        raise VerificationError(f"params.json has {ray_keys[0]} but the cases did not run on Ray")
+    if counts.get("ray_slots", 1) < counts.get("ray_nodes", 1):
+        raise VerificationError("params.json: ray_slots must be at least ray_nodes")
+    retries = params.get("retry_infrastructure", 0)
+    try:
+        return check_retries(retries)
+    except UsageError:
+        raise VerificationError(
+            f"params.json: retry_infrastructure must be a whole number from 0 to "
+            f"{MAX_RETRIES}, not {retries!r}"
+        ) from None
 
 
 def check_image(image: str | None) -> None:

@@ -72,6 +72,7 @@ from evalarc.reports.backends import (
     executor_params,
     jobs_for,
     make_backend,
+    recorded_retries,
     replay_notes,
 )
 from evalarc.reports.kind import ReportKind, write_page
@@ -92,6 +93,7 @@ from evalarc.reports.run_folder import (
     INDEX_FILE,
     RECORDINGS_DIR,
     RecordingWriter,
+    case_progress_line,
     check_output,
     make_parents,
     recording_index,
@@ -173,7 +175,7 @@ def resolve_options(options: EvaluateOptions) -> tuple[Pack, list[int], Limits]:
         raise UsageError(LOCAL_REFUSAL)
     if options.backend != "local":
         check_image(options.image)
-    check_executor(options.executor, options.backend)
+    check_executor(options.executor, options.backend, options.jobs, options.ray_address)
     if options.jobs is not None:
         check_jobs(options.jobs)
     check_retries(options.retry_infrastructure)
@@ -223,13 +225,9 @@ def progress_line(event: Mapping[str, Any]) -> str | None:
             f"Evaluating candidate {str(event['candidate_sha256'])[:12]} on "
             f"{event['task']}: {event['total_cases']} cases"
         )
-    if event.get("event") != "case_completed":
+    if event.get("event") not in ("case_completed", "case_retried"):
         return None
-    width = len(str(event["total_cases"]))
-    return (
-        f"[{event['case_number']:>{width}}/{event['total_cases']}] seed {event['seed']} "
-        f"{event['case_id']}: {event['status']} ({event['duration_seconds']:.2f} s)"
-    )
+    return case_progress_line(event)
 
 
 # -- evaluate --------------------------------------------------------------------------------
@@ -313,7 +311,8 @@ def run_evaluate(
                 created_at=now_utc().isoformat(),
                 retry_infrastructure=options.retry_infrastructure,
             )
-            _write_report_folder(staging, pack, run, options, seeds, progress.in_plan_order([None]))
+            params = _params(options, seeds, executor)
+            _write_report_folder(staging, pack, run, params, progress.in_plan_order([None]))
         published = True
         notes = replay_notes(backend) if backend is not None else executor_notes(executor)
         return EvaluationResult(run.report, output, notes)
@@ -337,8 +336,7 @@ def _write_report_folder(
     staging: Path,
     pack: Pack,
     run: SubjectRun,
-    options: EvaluateOptions,
-    seeds: list[int],
+    recorded: dict[str, JSONValue],
     events: list[dict[str, Any]],
 ) -> None:
     report = run.report
@@ -347,13 +345,14 @@ def _write_report_folder(
     save_index(recording_index(pack, run), recordings / INDEX_FILE)
     write_json(staging / REPORT_FILE, report)
     write_text(staging / EVENTS_FILE, "".join(compact_json(event) + "\n" for event in events))
-    params = params_document("evaluation", _params(options, seeds))
+    params = params_document("evaluation", recorded)
     write_json(staging / "params.json", params)
     # The page reads the recordings just written, so its traces match a site's page exactly.
     write_page(staging, KIND, params, report)
 
 
-def _params(options: EvaluateOptions, seeds: list[int]) -> dict[str, JSONValue]:
+def _params(options: EvaluateOptions, seeds: list[int], executor: Executor) -> dict[str, JSONValue]:
+    """The evaluation's options, and how its cases ran (:func:`executor_params`)."""
     params: dict[str, JSONValue] = {
         "task": options.task,
         "candidate": CANDIDATE_DIR,
@@ -373,7 +372,7 @@ def _params(options: EvaluateOptions, seeds: list[int]) -> dict[str, JSONValue]:
         from evalarc.runtime.replay import recordings_label
 
         params["replay_recordings"] = recordings_label(options.recordings)
-    params.update(executor_params(options.executor, options.retry_infrastructure))
+    params.update(executor_params(executor, options.retry_infrastructure))
     return params
 
 
@@ -500,7 +499,7 @@ def derived_evaluation_files(
     """What ``evaluate`` derives from an evaluation: its events and its page."""
 
     return {
-        EVENTS_FILE: events_check([(None, report)]),
+        EVENTS_FILE: events_check([(None, report)], recorded_retries(params)),
     }
 
 

@@ -267,10 +267,17 @@ def _stamped_line(event: Mapping[str, Any], created_at: str) -> str:
     return compact_json({"schema_version": EVENT_SCHEMA, "created_at": created_at, **event})
 
 
-def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]]) -> Any:
+def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]], retries: int = 0) -> Any:
     """A check of ``events.jsonl``: every line is one expected event of one run, stamped with a
     timestamp (its only volatile key), byte for byte; each run's events appear exactly once and
-    in order (runs of an audit may interleave)."""
+    in order (runs of an audit may interleave).
+
+    With ``retries`` (the run's ``retry_infrastructure``), a case may also show up to that many
+    failed attempts between its ``case_started`` and its ``case_completed``: each a
+    ``case_retried`` line (its ``error`` is the failed attempt's own, which no recording keeps)
+    followed by the next attempt's ``case_started``; the ``case_completed`` then names the
+    attempt that counted. A case that ended in an infrastructure failure must show every
+    attempt it was allowed."""
 
     def check(data: bytes) -> str | None:
         try:
@@ -282,6 +289,10 @@ def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]]) -> Any:
             return f"{EVENTS_FILE} does not end with a line break"
         pending = {control: expected_events(report, control) for control, report in runs}
         position = dict.fromkeys(pending, 0)
+        attempt = dict.fromkeys(pending, 1)
+        """The attempt of each run's case in progress."""
+        retried = dict.fromkeys(pending, False)
+        """Whether a run's last line was a ``case_retried`` (its next is the next attempt)."""
         for number, line in enumerate(lines[:-1], start=1):
             where = f"{EVENTS_FILE} line {number}"
             if len(line) > MAX_EVENT_LINE_CHARS:
@@ -295,6 +306,41 @@ def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]]) -> Any:
             if control not in pending or position[control] >= len(pending[control]):
                 return f"{where} is not an event of this run"
             expected = pending[control][position[control]]
+            if retried[control]:  # the next attempt of the case in progress starts
+                attempt[control] += 1
+                retried[control] = False
+                started = pending[control][position[control] - 1]
+                if line != _stamped_line({**started, "attempt": attempt[control]}, stamp):
+                    return f"{where} differs from the next attempt's case_started"
+                continue
+            if expected["event"] == "case_completed" and value.get("event") == "case_retried":
+                if attempt[control] > retries:
+                    return f"{where} retries a case more often than retry_infrastructure allows"
+                error = value.get("error")
+                failed = {
+                    key: item
+                    for key, item in expected.items()
+                    if key not in ("status", "duration_seconds")
+                }
+                failed.update(event="case_retried", attempt=attempt[control], error=error)
+                if not isinstance(error, str) or line != _stamped_line(failed, stamp):
+                    return f"{where} differs from a case_retried event of this case"
+                retried[control] = True
+                continue
+            if expected["event"] == "case_completed":
+                if attempt[control] > 1:
+                    expected = {**expected, "attempt": attempt[control]}
+                if (
+                    retries
+                    and expected["status"] == "environment_error"
+                    and attempt[control] != retries + 1
+                ):
+                    return (
+                        f"{where} ends a case in an infrastructure failure after "
+                        f"{attempt[control]} attempt(s), not the {retries + 1} "
+                        "retry_infrastructure allows"
+                    )
+                attempt[control] = 1
             if line != _stamped_line(expected, stamp):
                 return f"{where} differs from the event the verified report implies"
             position[control] += 1

@@ -81,6 +81,22 @@ def event_line(event: Mapping[str, Any]) -> str:
     return compact_json(stamp_event(event))
 
 
+def case_progress_line(event: Mapping[str, Any]) -> str:
+    """The human line of a finished case (``case_completed``) or of a failed attempt that is
+    run again (``case_retried``): ``[ 7/45] seed 41 cas-type-sensitivity: failed (0.43 s)``."""
+    width = len(str(event["total_cases"]))
+    where = f"[{event['case_number']:>{width}}/{event['total_cases']}] seed {event['seed']} "
+    if event.get("event") == "case_retried":
+        return (
+            f"{where}{event['case_id']}: attempt {event['attempt']} failed ({event['error']}); "
+            "running it again"
+        )
+    attempt = f", attempt {event['attempt']}" if "attempt" in event else ""
+    return (
+        f"{where}{event['case_id']}: {event['status']} ({event['duration_seconds']:.2f} s{attempt})"
+    )
+
+
 def stamp_event(event: Mapping[str, Any]) -> dict[str, Any]:
     return {"schema_version": EVENT_SCHEMA, "created_at": now_utc().isoformat(), **event}
 
