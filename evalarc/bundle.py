@@ -293,11 +293,57 @@ class EvidenceFolder:
         self.files[relative] = FileRecord(sha256=digest, bytes=size)
         return target
 
+    def matches_text(
+        self,
+        relative: str,
+        write_to: Callable[[Callable[[str], object]], None],
+        limit: int = MAX_EVIDENCE_FILE_BYTES,
+    ) -> bool:
+        """Whether the file holds exactly the text ``write_to`` writes (through the function it
+        is given, encoded as :func:`write_text` encodes), compared piece by piece as it is
+        written, so neither side is ever whole in memory; the file is recorded when it does."""
+        target = self.path_of(relative)
+        try:
+            info = target.lstat()
+        except FileNotFoundError:
+            raise VerificationError(f"{relative} is missing from {self.root.name}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise VerificationError(f"{relative} is not a regular file")
+        if info.st_size > limit:
+            raise VerificationError(f"{relative} exceeds {limit} bytes")
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with target.open("rb") as handle:
+
+                def compare(text: str) -> None:
+                    nonlocal size
+                    expected = text_bytes(text)
+                    found = handle.read(len(expected))
+                    digest.update(found)
+                    size += len(found)
+                    if found != expected:
+                        raise _Differs
+
+                write_to(compare)
+                if handle.read(1):
+                    return False
+        except _Differs:
+            return False
+        except OSError as error:
+            raise VerificationError(f"cannot read {relative}: {error.strerror}") from None
+        self.files[relative] = FileRecord(sha256=digest.hexdigest(), bytes=size)
+        return True
+
     def files_json(self) -> dict[str, dict[str, object]]:
         return {
             name: {"sha256": record.sha256, "bytes": record.bytes}
             for name, record in sorted(self.files.items())
         }
+
+
+class _Differs(Exception):
+    """A compared file left the expected text (raised to stop reading it)."""
 
 
 def _refuse_symlinks(path: Path) -> None:
@@ -318,6 +364,41 @@ def recorded_object(value: object, *keys: str) -> dict[str, Any]:
 
 
 MAX_REPORT_JSON_BYTES = 64 * 1024 * 1024
+
+
+class ReportHead(dict[str, Any]):
+    """A report file's top-level members read without its bulk (see :func:`load_report_head`),
+    or no member at all; :attr:`model` is the typed report the file was found equal to, byte
+    for byte, by its kind's recomputation (or the report a writing command just wrote)."""
+
+    model: Any = None
+
+
+def load_report_head(folder: EvidenceFolder, name: str, bulk: frozenset[str]) -> ReportHead:
+    """A report JSON object's top-level members, the ``bulk`` ones passed over unread (memory
+    follows the largest other member, not the file). Strict like :func:`load_report_json` in
+    what it keeps; what it passes over is checked by the caller, which compares the whole file
+    with the recomputed report's text."""
+    from evalarc.formats.jsonstream import STRICT_DECODER, CapExceeded, TextWindow, object_members
+
+    path = folder.hash_file(name)
+    head = ReportHead()
+    try:
+        with path.open("rb") as handle:
+            window = TextWindow(handle, STRICT_DECODER)
+            if window.peek() != "{":
+                raise VerificationError(f"{name} is not a JSON object")
+            for key in object_members(window):
+                if key in bulk:
+                    window.jump()
+                else:
+                    head[key] = window.value()
+            window.finish()
+    except (ValueError, RecursionError, CapExceeded) as error:
+        raise VerificationError(f"{name} is not valid JSON: {error}") from None
+    except OSError as error:
+        raise VerificationError(f"cannot read {name}: {error.strerror}") from None
+    return head
 
 
 def load_report_json(folder: EvidenceFolder, name: str) -> dict[str, Any]:

@@ -773,11 +773,13 @@ def plan_cases(pack: Pack, seeds: Sequence[int]) -> list[PackCase]:
 
 
 def case_runtime(backend: Backend, limits: Limits) -> dict[str, Any]:
-    """The runtime object a backend reports, completed with the limits it does not name."""
+    """The runtime object a backend reports, completed with the limits it does not name, keys
+    in sorted order: the order a recording keeps it in, so the evaluation a live run writes and
+    the one ``verify`` replays from its recordings are the same bytes."""
     runtime = backend.runtime()
     for name, value in limits.to_json().items():
         runtime.setdefault(name, value)
-    return runtime
+    return dict(sorted(runtime.items()))
 
 
 def case_started_event(pack: Pack, case: PackCase, number: int, total: int) -> dict[str, Any]:

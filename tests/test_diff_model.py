@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from evalarc.bundle import ReportHead
 from evalarc.canonical import pretty_json
 from evalarc.errors import InputError, UsageError, VerificationError
 from evalarc.formats import load_results
@@ -281,13 +282,17 @@ def test_out_of_range_options_are_refused_like_the_command_line() -> None:
     assert DiffOptions.from_params(whole, "params.json").leak_min_chars == 40
 
 
-def test_a_verified_report_is_read_once_per_object(gated_json: dict[str, Any]) -> None:
-    first = read_report(gated_json)
-    assert read_report(gated_json) is first
-    changed = copy.deepcopy(gated_json)
-    changed["gate_passed"] = not gated_json["gate_passed"]
-    assert read_report(changed).gate_passed is changed["gate_passed"]
-    broken = copy.deepcopy(changed)  # an object is not changed once read (read_report says so)
+def test_a_verified_report_is_the_recomputed_model_and_a_whole_one_is_read(
+    gated_json: dict[str, Any],
+) -> None:
+    # A folder's diff.json is verified as a stream against the recomputed report, which the
+    # summary, the derived files and the page then use: the head read from the file carries it.
+    head = ReportHead(gated_json)
+    head.model = DiffReport.from_json(gated_json, "diff.json")
+    assert read_report(head) is head.model
+    # A whole diff.json object (no model) is read, and a malformed one refused with its field.
+    assert read_report(gated_json).gate_passed is gated_json["gate_passed"]
+    broken = copy.deepcopy(gated_json)
     del broken["usage"]
     with pytest.raises(VerificationError, match=r"^diff\.json: usage is missing$"):
         read_report(broken)

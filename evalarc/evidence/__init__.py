@@ -8,24 +8,30 @@ same case views byte for byte.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from evalarc.evidence.model import CaseEvidence
+from evalarc.formats.model import Run
 
 
-def read_case_evidence(path: Path, fmt: str) -> CaseEvidence:
-    """Evidence per case id from the result file ``path`` of format ``fmt``; an empty mapping
-    for formats whose evidence is shown another way (evaluations: their trace replay)."""
+def read_case_evidence(
+    path: Path, fmt: str, only: Collection[str] | None = None, run: Run | None = None
+) -> CaseEvidence:
+    """Evidence per case id from the result file ``path`` of format ``fmt`` (``only``: of these
+    case ids alone; ``run``: the file already read into the model, when the caller has it); an
+    empty mapping for formats whose evidence is shown another way (evaluations: their trace
+    replay)."""
     if fmt == "inspect":
         from evalarc.evidence.inspect import read_inspect_evidence
 
-        return read_inspect_evidence(path)
+        return read_inspect_evidence(path, only)
     if fmt == "promptfoo":
         from evalarc.evidence.promptfoo import read_promptfoo_evidence
 
-        return read_promptfoo_evidence(path)
+        return read_promptfoo_evidence(path, only)
     if fmt == "junit":
         from evalarc.evidence.junit import read_junit_evidence
 
-        return read_junit_evidence(path)
+        return read_junit_evidence(path, only, run)
     return {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +197,9 @@ def _input_section(sample: dict[str, Any]) -> Section:
     return task
 
 
-def read_inspect_evidence(path: Path) -> CaseEvidence:
-    """Evidence for every sample id in the log: its input, then each epoch in epoch order."""
+def read_inspect_evidence(path: Path, only: Collection[str] | None = None) -> CaseEvidence:
+    """Evidence for every sample id in the log (``only``: these ids alone): its input, then each
+    epoch in epoch order."""
     inputs: dict[str, Section] = {}
     epochs: dict[str, list[tuple[int, list[Section]]]] = {}
 
@@ -207,6 +208,8 @@ def read_inspect_evidence(path: Path) -> CaseEvidence:
         if isinstance(raw, bool) or not isinstance(raw, str | int):
             return
         case_id = raw if isinstance(raw, str) else str(raw)
+        if only is not None and case_id not in only:
+            return
         epoch = sample.get("epoch")
         number = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0
         if case_id not in inputs:

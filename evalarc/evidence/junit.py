@@ -12,7 +12,7 @@ number of testcases, no evidence is shown rather than evidence under the wrong c
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import defusedxml.ElementTree as SafeElementTree
@@ -20,9 +20,8 @@ import defusedxml.ElementTree as SafeElementTree
 from evalarc.errors import EvalArcError
 from evalarc.evidence.model import CaseEvidence, Section, SideEvidence, item
 from evalarc.formats.junit import SUITE_TAGS, scan_records
-from evalarc.formats.junit_producers import record_case_ids
-from evalarc.formats.load import load_results
-from evalarc.formats.model import Attempt
+from evalarc.formats.junit_producers import read_cases, record_case_ids
+from evalarc.formats.model import Attempt, Run
 
 OUTCOME_ORDER = (
     "failure",
@@ -72,10 +71,10 @@ def _testcase_sections(testcase: ElementTree.Element, attempt: int) -> list[Sect
     return [head, *details]
 
 
-def _testcases(path: Path) -> Iterator[list[Section]]:
-    """Each testcase directly inside a suite, in document order, as its sections (attempt
-    numbers are filled in by the caller); finished elements are dropped as the reader does."""
-    stack: list[tuple[str, bool]] = []
+def _testcases(path: Path) -> Iterator[ElementTree.Element]:
+    """Each testcase directly inside a suite, in document order (the element is cleared once
+    the caller moves on, as the reader drops finished elements)."""
+    stack: list[tuple[ElementTree.Element, bool]] = []
     with path.open("rb") as handle:
         events = SafeElementTree.iterparse(
             handle,
@@ -88,41 +87,71 @@ def _testcases(path: Path) -> Iterator[list[Section]]:
             tag = _local(element.tag)
             if event == "start":
                 parent_is_suite = bool(stack) and stack[-1][1]
-                stack.append((tag, tag in SUITE_TAGS and (not stack or parent_is_suite)))
+                stack.append((element, tag in SUITE_TAGS and (not stack or parent_is_suite)))
                 continue
-            _, _ = stack.pop()
+            stack.pop()
             if tag == "testcase" and stack and stack[-1][1]:
-                yield _testcase_sections(element, 0)
+                yield element
                 element.clear()
+                # A finished testcase leaves its suite too (every later one arrives through its
+                # own event), or a suite of half a million keeps every emptied element.
+                del stack[-1][0][:]
             elif tag in SUITE_TAGS:
                 element.clear()
 
 
-def read_junit_evidence(path: Path) -> CaseEvidence:
-    """Evidence for every testcase id, attempts (repeated elements) in document order."""
+def read_junit_evidence(
+    path: Path, only: Collection[str] | None = None, run: Run | None = None
+) -> CaseEvidence:
+    """Evidence for every testcase id (``only``: these ids alone), attempts (repeated elements)
+    in document order, each with the verdict the diff counted.
+
+    ``run`` is the file already read (the diff's own run): when it has one test per element,
+    the tests in document order are the elements in document order, so one streaming pass
+    names them; otherwise the reader's scan names each element."""
+    tests: Mapping[str, Mapping[str, Sequence[Attempt]]]
     try:
-        with path.open("rb") as handle:
-            facts, records = scan_records(handle, path.name)
-        ids = record_case_ids(facts, records)
-        found: CaseEvidence = {}
-        attempts: dict[str, int] = {}
-        count = 0
-        for case_id, sections in zip(ids, _testcases(path), strict=False):
-            count += 1
-            attempts[case_id] = attempts.get(case_id, 0) + 1
-            side = found.setdefault(case_id, SideEvidence())
-            number = attempts[case_id]
-            for section in sections:
-                section.title = section.title.replace("Attempt 0", f"Attempt {number}", 1)
-                side.add(section)
-        run = load_results(path, "junit")
+        found = None
+        if run is not None and run.format == "junit":
+            tests = run.cases
+            found = _evidence(iter(tests), len(tests), path, only)
+        if found is None:
+            with path.open("rb") as handle:
+                facts, records = scan_records(handle, path.name)
+            ids = record_case_ids(facts, records)
+            _, tests = read_cases(facts, records)
+            del records
+            found = _evidence(iter(ids), len(ids), path, only)
     except (EvalArcError, ElementTree.ParseError, ValueError, OSError):
         return {}
-    if count != len(ids):
+    if found is None:
         return {}
     for case_id, side in found.items():
-        _show_verdicts(side, run.cases.get(case_id, {}))
+        _show_verdicts(side, tests.get(case_id, {}))
     return found
+
+
+def _evidence(
+    ids: Iterator[str], count: int, path: Path, only: Collection[str] | None
+) -> CaseEvidence | None:
+    """The evidence of each element named by ``ids`` in document order; None when the file
+    holds another number of elements than the ``count`` ids (never evidence under the wrong
+    case)."""
+    found: CaseEvidence = {}
+    attempts: dict[str, int] = {}
+    elements = 0
+    for testcase in _testcases(path):
+        elements += 1
+        case_id = next(ids, None)
+        if case_id is None:
+            return None
+        if only is not None and case_id not in only:
+            continue
+        attempts[case_id] = attempts.get(case_id, 0) + 1
+        side = found.setdefault(case_id, SideEvidence())
+        for section in _testcase_sections(testcase, attempts[case_id]):
+            side.add(section)
+    return found if elements == count else None
 
 
 def _verdict_text(attempt: Attempt) -> str:

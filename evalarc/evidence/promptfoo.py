@@ -6,6 +6,7 @@ so they match the diff's rows."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,11 @@ def _row_sections(row: dict[str, Any], repeat: int) -> list[Section]:
     return sections
 
 
-def read_promptfoo_evidence(path: Path) -> CaseEvidence:
-    """Evidence for every case label of the file, repeats in file order. The file is streamed
-    row by row with the promptfoo reader's own walker (its caps apply); only each row's bounded
-    sections are kept. A file the reader refuses shows no evidence."""
+def read_promptfoo_evidence(path: Path, only: Collection[str] | None = None) -> CaseEvidence:
+    """Evidence for every case label of the file (``only``: these labels alone), repeats in file
+    order. The file is streamed row by row with the promptfoo reader's own walker (its caps
+    apply); only each row's bounded sections are kept. A file the reader refuses shows no
+    evidence."""
     rows: list[tuple[MatrixKey, list[Section]]] = []
     repeats: dict[MatrixKey, int] = {}  # one key is one case id (matrix_ids never pools two)
 
@@ -75,6 +77,8 @@ def read_promptfoo_evidence(path: Path) -> CaseEvidence:
     ids = matrix_ids(key for key, _ in rows)
     found: CaseEvidence = {}
     for key, sections in rows:
+        if only is not None and ids[key] not in only:
+            continue
         side = found.setdefault(ids[key], SideEvidence())
         for section in sections:
             side.add(section)

@@ -12,11 +12,19 @@ import codecs
 import json
 import re
 from collections.abc import Iterator
+from itertools import accumulate
 from typing import Any, BinaryIO
 
+from evalarc.canonical import _parse_float, _reject_constant, _reject_duplicates
 from evalarc.formats.archive import show_name
 
 _SPACE = re.compile(r"[ \t\n\r]*")
+_TO_BRACKETS = re.compile(
+    r'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+(?:(?P<run>[\[\]{}]++)|(?P<open>"))'
+)
+"""Text and whole strings (possessive: no backtracking), then a run of brackets or the quote
+of a string the window cuts."""
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 TEXT_CHUNK = 4 * 1024 * 1024
 """Bytes read at a time; a value larger than this makes the window grow."""
 _NUMBER_TAIL = 2
@@ -29,6 +37,13 @@ parsed, each costs 60+ bytes, so 63 MiB of ``{}`` would take gigabytes."""
 
 LENIENT_DECODER = json.JSONDecoder()
 """Accepts NaN/Infinity (Inspect writes them in metrics); duplicate keys inside values pass."""
+STRICT_DECODER = json.JSONDecoder(
+    parse_constant=_reject_constant,
+    parse_float=_parse_float,
+    object_pairs_hook=_reject_duplicates,
+)
+""":func:`evalarc.canonical.strict_loads`'s rules (no NaN/Infinity, no overflowing float, no
+duplicate key) for a value parsed from the window."""
 
 
 class JsonSyntaxError(ValueError):
@@ -127,6 +142,40 @@ class TextWindow:
         members = object_members(self) if kind is dict else array_items(self)
         for _ in members:
             self.skip(depth + 1, walk_depth)
+
+    def jump(self) -> None:
+        """Consume the next value without building or checking it: a C regex passes over text
+        and whole strings to the next run of brackets, and a run changes the depth by its
+        counts unless it could close the value, so a value of hundreds of megabytes costs
+        seconds and the window alone. Only for callers that check those bytes another way
+        (``verify`` compares the whole file with the recomputed report)."""
+        if self.peek() not in ("[", "{"):
+            self.value()
+            return
+        depth = 0
+        while True:
+            match = _TO_BRACKETS.match(self.text, self.position)
+            if match is None:  # the rest of the window is text and whole strings
+                self.position = len(self.text)
+            elif match.group("open") is not None:  # a string the window cuts: read on
+                self.position = match.start("open")
+            else:
+                run = match.group("run")
+                opens = run.count("[") + run.count("{")
+                closes = len(run) - opens
+                # The value ends inside this run only if the depth falls to zero in it: the
+                # lowest point is found in C, the exact bracket only then.
+                if closes >= depth and depth + min(accumulate(map(_STEP.__getitem__, run))) <= 0:
+                    levels = accumulate(map(_STEP.__getitem__, run), initial=depth)
+                    ends = next(index for index, level in enumerate(levels) if index and not level)
+                    self.position = match.start("run") + ends
+                    return
+                depth += opens - closes
+                self.position = match.end()
+                continue
+            if self.at_end:
+                raise JsonSyntaxError("unterminated array or object", self.offset())
+            self._grow()
 
     def finish(self) -> None:
         """Refuse anything but white space after the top-level value."""

@@ -456,15 +456,22 @@ def read_cases(facts: Facts, records: Records) -> tuple[str, JUnitCases]:
     producer = identify_producer(facts)
     _own_rule_ids(producer, records)
     ids: list[Any] = records.ids
-    ordered = sorted(ids)
-    if all(ordered[index] != ordered[index - 1] for index in range(1, len(ordered))):
+    ordered = _sorted_if_distinct(ids)
+    if ordered is not None:
         # The usual file names every test once: each element is a test of its own, and no dict
         # of all ids is ever made.
         records.runs.clear()
         values: list[Any] = records.values
         return producer, JUnitCases.in_order(ids, values, ordered)
-    del ordered
     return _read_repeated(producer, records)
+
+
+def _sorted_if_distinct(ids: list[Any]) -> list[str] | None:
+    """The ids sorted when no id occurs twice, else None (one sorted copy, no set of them)."""
+    ordered = sorted(ids)
+    if all(ordered[index] != ordered[index - 1] for index in range(1, len(ordered))):
+        return ordered
+    return None
 
 
 def _own_rule_ids(producer: str, records: Records) -> None:
@@ -593,6 +600,9 @@ def record_case_ids(facts: Facts, records: Records) -> list[str]:
     producer = identify_producer(facts)
     copy = Records(list(records.ids), [], list(records.runs))
     _own_rule_ids(producer, copy)
+    ids: list[Any] = copy.ids
+    if _sorted_if_distinct(ids) is not None:
+        return ids  # every element is a test of its own, named by its base id
     keys = _keys(producer, copy)
     namer = _Namer(keys)
     return [namer.name(index) for index in range(len(keys.bases))]

@@ -7,6 +7,7 @@ out, so the model can be tested without HTML.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,15 @@ IslandCell = str | tuple[str, str]
 (``badge ok``/``badge bad``)."""
 MEMBERS_SHOWN = 12
 """Members listed under each cluster on the page (all of them are in diff.json)."""
+PAGE_ROWS = 10_000
+"""Changed checks a page lists (HTML rows and data island together), the first in report
+order, so blocking kinds come first; diff.json lists every one. A diff of hundreds of thousands
+of changed checks would otherwise make a page of a hundred megabytes."""
+PRESENCE_SHOWN = 200
+"""Vanished or appeared checks, providers and cases listed on a page (diff.json has all)."""
+MAX_VIEW_CASES = 25_000
+"""A diff whose runs hold more cases than this gets case views for the cases of the changes
+its page lists only, not for every case."""
 REPORT_SECTIONS: dict[str, str] = {
     "schema_version": "inputs",
     "created_at": "inputs",
@@ -230,6 +240,9 @@ class DiffPage:
     cards: list[Card]
     rows: list[ChangeRow]
     hidden_rows: int
+    """Changes listed on the page beyond its HTML rows (in the data island)."""
+    unlisted_rows: int
+    """Changes beyond :data:`PAGE_ROWS`: in diff.json only."""
     more_rows: dict[str, Any]
     """The changes beyond the HTML rows as a :func:`table_island`, in the table's order, plus
     ``keys`` (``kind`` and ``cause`` per row) for the exact-match filters."""
@@ -241,6 +254,8 @@ class DiffPage:
     clusters: list[ClusterView]
     groups_note: str
     presence: list[PresenceLine]
+    unlisted_presence: int
+    """Presence lines beyond :data:`PRESENCE_SHOWN`: in diff.json only."""
     case_groups: list[CaseGroup]
     hidden_case_groups: int
     more_case_groups: dict[str, Any]
@@ -405,13 +420,21 @@ def _usage(report: DiffReport) -> UsageView:
 _BASIS_LABELS = {"output": "output shape", "failure": "error or explanation"}
 
 
-def _clusters(groups: ChangeGroups) -> tuple[list[ClusterView], dict[tuple[str, str], str]]:
+def _clusters(
+    groups: ChangeGroups, listed: set[tuple[str, str]]
+) -> tuple[list[ClusterView], dict[tuple[str, str], str]]:
+    """The cluster views and the cause of each listed change (``listed``: the (case, check) of
+    the changes the page lists; members beyond them are counted, not kept)."""
     views: list[ClusterView] = []
     cause_of: dict[tuple[str, str], str] = {}
     for number, cluster in enumerate(groups.clusters, start=1):
-        members = [(member.case_id, member.check) for member in cluster.members]
-        for member in members:
-            cause_of.setdefault(member, f"#{number}")
+        shown: list[tuple[str, str]] = []
+        for member in cluster.members:
+            key = (member.case_id, member.check)
+            if len(shown) < MEMBERS_SHOWN:
+                shown.append(key)
+            if key in listed:
+                cause_of.setdefault(key, f"#{number}")
         views.append(
             ClusterView(
                 number=number,
@@ -419,8 +442,8 @@ def _clusters(groups: ChangeGroups) -> tuple[list[ClusterView], dict[tuple[str, 
                 basis=_BASIS_LABELS.get(cluster.basis, "change kind"),
                 kind=cluster.kind.replace("_", " "),
                 count=cluster.count,
-                members=members[:MEMBERS_SHOWN],
-                more=max(0, len(members) - MEMBERS_SHOWN),
+                members=shown,
+                more=max(0, len(cluster.members) - MEMBERS_SHOWN),
             )
         )
     return views, cause_of
@@ -428,7 +451,7 @@ def _clusters(groups: ChangeGroups) -> tuple[list[ClusterView], dict[tuple[str, 
 
 def _presence(groups: ChangeGroups) -> list[PresenceLine]:
     lines = []
-    for item in groups.presence:
+    for item in groups.presence[:PRESENCE_SHOWN]:
         vanished = item.side == "vanished"
         verb = "is recorded only in the baseline" if vanished else "is new in the current run"
         kind = "removed" if vanished else "added"
@@ -441,7 +464,7 @@ def _presence(groups: ChangeGroups) -> list[PresenceLine]:
     return lines
 
 
-def _case_groups(rows: list[ChangeRow]) -> list[CaseGroup]:
+def _case_groups(rows: Sequence[ChangeRow]) -> list[CaseGroup]:
     by_case: dict[str, list[ChangeRow]] = {}
     for row in rows:
         by_case.setdefault(row.case_id, []).append(row)
@@ -514,12 +537,12 @@ def build_diff_page(
     ]
     if groups.clusters:
         cards.append(Card(str(groups.causes), "causes of the blocking checks"))
-    clusters, cause_of = _clusters(groups)
+    listed = report.changes[:PAGE_ROWS]
+    clusters, cause_of = _clusters(groups, {(row.case_id, row.check) for row in listed})
     rows = []
-    kind_counts: dict[str, int] = {}
-    for change in report.changes:
+    kind_counts = {kind: report.counts.of(kind) for kind in KIND_ORDER}
+    for change in listed:
         kind = change.kind
-        kind_counts[kind] = kind_counts.get(kind, 0) + 1
         tone = "bad" if change.blocking else "ok"
         label = ("✗ " if tone == "bad" else "✓ ") + kind.replace("_", " ")
         if change.within_sampling_noise is True:
@@ -610,15 +633,17 @@ def build_diff_page(
         current_name=inputs[1].name,
         cards=cards,
         rows=rows[:html_rows],
-        hidden_rows=max(0, len(report.changes) - html_rows),
+        hidden_rows=max(0, len(rows) - html_rows),
+        unlisted_rows=len(report.changes) - len(rows),
         more_rows=more_rows,
         inputs=inputs,
         interpretation=report.interpretation,
-        kinds=[(kind, kind_counts[kind]) for kind in KIND_ORDER if kind in kind_counts],
+        kinds=[(kind, kind_counts[kind]) for kind in KIND_ORDER if kind_counts[kind]],
         causes_line=causes_line,
         clusters=clusters,
         groups_note=groups.note,
         presence=_presence(groups),
+        unlisted_presence=max(0, len(groups.presence) - PRESENCE_SHOWN),
         case_groups=case_groups[:html_rows],
         hidden_case_groups=max(0, len(case_groups) - html_rows),
         more_case_groups=more_case_groups,
@@ -681,7 +706,14 @@ def diff_case_views(
     fmt = report.format
     if fmt == "evaluation":
         return None, _evaluation_traces(folder, names, report)
-    evidence = [read_case_evidence(folder.hash_file(name), fmt) for name in names]
+    only: set[str] | None = None
+    if max(report.baseline.cases, report.current.cases) > MAX_VIEW_CASES:
+        only = {row.case_id for row in report.changes[:PAGE_ROWS]}
+    runs = getattr(report.changes, "runs", (None, None))  # a computed report's rows know them
+    evidence = [
+        read_case_evidence(folder.hash_file(name), fmt, only, run)
+        for name, run in zip(names, runs, strict=True)
+    ]
     case_ids = sorted(evidence[0].keys() | evidence[1].keys())
     sources = (report.baseline.source.name, report.current.source.name)
     return build_case_views(case_ids, evidence[0], evidence[1], sources), []

@@ -8,8 +8,10 @@ The rule of a verified folder: every file in it is exactly one of
 
 (a) *preserved*: an input, recording, candidate file or the recorded options, read by the
     recomputation and bound by its SHA-256 to the report that names it;
-(b) *regenerated*: the report JSON (compared with the recomputed report, ignoring only the
-    ``created_at``/``evalarc_version`` keys at the positions the kind's schema defines), and every
+(b) *regenerated*: the report JSON (compared byte for byte with the recomputed report as the
+    writing command writes it, with the recorded ``created_at``/``evalarc_version`` taken over
+    only at the positions the kind's schema defines; a large diff is read without its rows
+    and compared as a stream), and every
     derived file (``summary.md``, ``cases.jsonl``, ``tuning-failures.json``, ``events.jsonl``, the
     evaluations of an audit, the page), rendered again and compared byte for byte;
 (c) refused: anything else, and any preserved file of an active type (a document a browser runs
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,10 +40,12 @@ from evalarc.bundle import (
     EvidenceFolder,
     Later,
     is_active,
+    load_report_head,
     load_report_json,
     scan_tree,
     shown_name,
 )
+from evalarc.canonical import pretty_json
 from evalarc.errors import VerificationError
 from evalarc.reports.kind import PAGE_FILE, ReportKind, page_files
 from evalarc.schemas import check_schema
@@ -106,11 +110,6 @@ def adopt_volatile(
                 if key in target and isinstance(source.get(key), str):
                     target[key] = source[key]
     return adopted
-
-
-def _normalised(value: Any) -> str:
-    # JSON text keeps booleans and numbers apart (True != 1 here, unlike Python equality).
-    return json.dumps(value, sort_keys=True, allow_nan=False)
 
 
 # -- options ---------------------------------------------------------------------------------
@@ -222,7 +221,10 @@ def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderV
             f"{PARAMS_FILE} names an unknown report kind "
             f"{shown_name(str(params_document.get('kind')))!r}"
         )
-    recorded = load_report_json(folder, kind.report_file)
+    if kind.bulk:
+        recorded: dict[str, Any] = load_report_head(folder, kind.report_file, kind.bulk)
+    else:
+        recorded = load_report_json(folder, kind.report_file)
     check_schema(recorded, kind.schema, f"{prefix}{kind.report_file}", error=VerificationError)
     params = TrackedParams(params_document)
     try:
@@ -232,9 +234,15 @@ def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderV
             f"{kind.report_file}: its inputs nest too deeply to recompute"
         ) from None
     try:
-        same = _normalised(recorded) == _normalised(
-            adopt_volatile(recomputed, recorded, kind.volatile)
-        )
+        if isinstance(recomputed, dict):
+            text = pretty_json(adopt_volatile(recomputed, recorded, kind.volatile))
+
+            def whole(write: Callable[[str], object]) -> None:
+                write(text)
+
+            same = folder.matches_text(kind.report_file, whole)
+        else:
+            same = folder.matches_text(kind.report_file, recomputed.write_json)
     except RecursionError:
         raise VerificationError(f"{kind.report_file} is nested too deeply to compare") from None
     if not same:

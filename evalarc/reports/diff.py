@@ -17,6 +17,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    ReportHead,
     copy_suffix,
     copy_verified,
     params_document,
@@ -28,7 +29,6 @@ from evalarc.bundle import (
     write_streamed,
     write_text,
 )
-from evalarc.canonical import JSONValue
 from evalarc.clock import timestamp
 from evalarc.errors import InputError, OutputError, VerificationError
 from evalarc.formats import Run, load_results
@@ -204,19 +204,25 @@ def write_diff_folder(
         write_text(folder / "summary.md", markdown_summary(report))
         # The page of the JSON just written, as verify and a site build it (reading that JSON
         # back gives this same report: tests/test_diff_model.py).
-        parts = report.json_parts()
-        _remember(parts, report)
-        write_page(folder, KIND, params, parts)
+        write_page(folder, KIND, params, _head_of(report))
+
+
+def _head_of(report: DiffReport) -> ReportHead:
+    head = ReportHead()
+    head.model = report
+    return head
 
 
 def recompute_diff_folder(
     folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]
-) -> dict[str, JSONValue]:
+) -> DiffReport:
     """Recompute a saved diff from the folder's input copies and recorded options.
 
-    The recorded report is not read as a :class:`DiffReport` here: only the sources, the split's
-    name and ``created_at`` are taken from it, and the comparison of the whole object with the
-    recomputed one (the caller's) is what refuses a tampered report."""
+    ``recorded`` is diff.json without its rows and groups (:data:`KIND`'s ``bulk``): only the
+    sources, the split's name and ``created_at`` are taken from it, and the byte comparison of
+    the whole file with the recomputed report (the caller's) is what refuses a tampered report.
+    The recomputed report becomes the ``recorded`` head's model, for the summary, the derived
+    files and the page once the file is found equal to it."""
     if recorded.get("schema_version") != DIFF_SCHEMA:
         raise VerificationError(f"{REPORT_FILE} does not hold a diff report")
     inputs = params.get("inputs")
@@ -232,38 +238,30 @@ def recompute_diff_folder(
         source = recorded_object(recorded, "generalization", "split", "source")
         split = recorded_split(folder, params["split"], source)
     harness = recorded_harness(folder, params.get("harness"))
-    return diff_report(
+    report = diff_report(
         runs[0],
         runs[1],
         options,
         split=split,
         harness=harness,
         created_at=str(recorded.get("created_at", "")),
-    ).to_json()
-
-
-_READ: list[tuple[dict[str, Any], DiffReport]] = []
-"""The last diff.json object read and its model: ``verify`` hands one verified object to the
-summary, the derived files and the page in turn, and reading a 20,000-row report takes about
-half a second, so it is read once. Only the same object (never an equal one) is a hit."""
-
-
-def _remember(recorded: dict[str, Any], report: DiffReport) -> None:
-    _READ[:] = [(recorded, report)]
+    )
+    if isinstance(recorded, ReportHead):
+        recorded.model = report
+    return report
 
 
 def read_report(recorded: dict[str, Any]) -> DiffReport:
     """A verified folder's diff.json as the typed report (the boundary between the generic
-    folder check, which hands every kind its JSON, and the diff's own renderers). The object
-    must not be changed after it was read."""
-    if _READ and _READ[0][0] is recorded:
-        return _READ[0][1]
+    folder check, which hands every kind its JSON, and the diff's own renderers): the report
+    the file was found equal to, or a whole diff.json object read."""
+    model = getattr(recorded, "model", None)
+    if isinstance(model, DiffReport):
+        return model
     try:
-        report = DiffReport.from_json(recorded, REPORT_FILE)
+        return DiffReport.from_json(recorded, REPORT_FILE)
     except InputError as error:
         raise VerificationError(error.message) from None
-    _remember(recorded, report)
-    return report
 
 
 def diff_summary(recorded: dict[str, Any]) -> dict[str, Any]:
@@ -305,4 +303,5 @@ KIND = ReportKind(
     recompute=recompute_diff_folder,
     summarize=diff_summary,
     derive=derived_diff_files,
+    bulk=frozenset({"changes", "groups"}),
 )

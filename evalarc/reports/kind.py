@@ -8,10 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from evalarc.bundle import Derived, EvidenceFolder, text_bytes, write_bytes
 from evalarc.pages.view import PageView, render_view
+
+
+class StreamedReport(Protocol):
+    """A recomputed report too large to hold as JSON: it writes its file's text in pieces."""
+
+    def write_json(self, write: Callable[[str], object]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -34,7 +40,12 @@ class ReportKind:
     """The page of a verified folder, built from the folder (its preserved inputs), its
     options and the report: the report folder's ``index.html`` and the site page are this one
     rendering."""
-    recompute: Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], dict[str, Any]]
+    recompute: Callable[
+        [EvidenceFolder, dict[str, Any], dict[str, Any]], dict[str, Any] | StreamedReport
+    ]
+    """The report as the file must hold it: its JSON object (written with ``pretty_json``, the
+    recorded volatile keys taken over at their positions), or for a kind with :attr:`bulk` a
+    :class:`StreamedReport`."""
     summarize: Callable[[dict[str, Any]], dict[str, Any]]
     derive: Callable[[EvidenceFolder, dict[str, Any], dict[str, Any]], Derived] | None = None
     """Every file the writing command derives from the report besides its page (summary, case
@@ -46,6 +57,10 @@ class ReportKind:
     list item): only there are they ignored by the comparison."""
     informational: frozenset[str] = frozenset()
     """params.json options recorded for the reader that recomputation does not need."""
+    bulk: frozenset[str] = frozenset()
+    """Top-level keys of a report that may be large (a diff's rows and groups): ``verify``
+    reads the report without them (:func:`evalarc.bundle.load_report_head`) and compares the
+    whole file with the recomputed report's streamed text."""
     records: tuple[str, ...] = ()
     """Names (or folder prefixes ending in ``/``) of process records a command keeps beside the
     report (``hillclimb-run``'s loop log, patches, command output): ``verify`` lists them as

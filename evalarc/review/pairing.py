@@ -233,6 +233,11 @@ class ChangeRows(Sequence[ChangeRow]):
 
     __hash__ = None  # type: ignore[assignment]
 
+    @property
+    def runs(self) -> tuple[Run, Run]:
+        """The baseline and current runs the rows were paired from."""
+        return self._baseline, self._current
+
     def key(self, index: int) -> tuple[str, str]:
         """The (case id, check) of row ``index``, without building the row."""
         return self._cases[index], self._checks[index]

@@ -57,7 +57,12 @@ from evalarc.errors import EvalArcError, InputError, OutputError, UsageError, Ve
 from evalarc.pages.case_views import CHUNK_DIR
 from evalarc.pages.render import render_page
 from evalarc.pages.view import render_view
-from evalarc.reports.check import REGENERATED, check_report_folder, is_process_record
+from evalarc.reports.check import (
+    REGENERATED,
+    FolderVerdict,
+    check_report_folder,
+    is_process_record,
+)
 from evalarc.reports.registry import kind_named
 
 SITE_SCHEMA = schemas.SITE
@@ -116,18 +121,17 @@ def render_bundle(bundle: Path) -> BundlePage:
     Raises VerificationError (from verify) or InputError; the caller adds the bundle's name.
     The bundle's own page and manifest are the caller's to compare."""
     verdict = check_report_folder(bundle, site_bundle=True)
-    page = _bundle_page(bundle, verdict.kind.name, bool(verdict.summary["passed"]))
+    page = _bundle_page(bundle, verdict)
     return replace(page, verified=verdict.files)
 
 
-def _bundle_page(bundle: Path, kind_name: str, passed: bool) -> BundlePage:
-    kind = kind_named(kind_name)
+def _bundle_page(bundle: Path, verdict: FolderVerdict) -> BundlePage:
+    """The site page of a verified bundle, from the report and options it was verified with."""
+    kind = kind_named(verdict.kind.name)
     if kind is None:
-        raise InputError(f"no site page is defined for {kind_name} reports")
-    folder = EvidenceFolder(bundle)
-    params = load_report_json(folder, PARAMS_FILE)
-    report = load_report_json(folder, kind.report_file)
-    view = kind.page(folder, params, report)
+        raise InputError(f"no site page is defined for {verdict.kind.name} reports")
+    kind_name, passed = kind.name, bool(verdict.summary["passed"])
+    view = kind.page(EvidenceFolder(bundle), verdict.params, verdict.report)
     html = render_view(view, home=REPORT_HOME)
     return BundlePage(kind_name, passed, view.verdict, html, dict(view.files))
 
@@ -142,7 +146,7 @@ def check_bundle_files(bundle: Path, verdict: Any) -> dict[str, dict[str, Any]]:
     evidence chunks must be the ones rendered from it and its manifest must list exactly the
     bundle's files; return those as regenerated files."""
     folder = EvidenceFolder(bundle)
-    page = _bundle_page(bundle, verdict.kind.name, bool(verdict.summary["passed"]))
+    page = _bundle_page(bundle, verdict)
     rendered = {PAGE_FILE: page.html.encode("utf-8"), **page.files}
     listed = {
         name: {"sha256": row["sha256"], "bytes": row["bytes"]}

@@ -664,6 +664,14 @@ def report_oversized_input(dest: Path, bases: Bases) -> Path:
 
 def report_oversized_report(dest: Path, bases: Bases) -> Path:
     folder = _copy(bases.diff, dest / "report_oversized_report")
+    _sparse(folder / "diff.json", 600 * MIB)
+    return folder
+
+
+def report_large_garbage_report(dest: Path, bases: Bases) -> Path:
+    # Within the file cap, so it is streamed (a diff report is compared as a stream): refused at
+    # its first bad character, never read whole.
+    folder = _copy(bases.diff, dest / "report_large_garbage_report")
     _sparse(folder / "diff.json", 65 * MIB)
     return folder
 
@@ -1483,9 +1491,17 @@ ENTRIES: list[Entry] = [
     Entry(
         "report_oversized_report",
         "report",
-        "a 65 MiB (sparse) diff.json",
+        "a 600 MiB (sparse) diff.json",
         "exceeds",
         report_oversized_report,
+        names=("diff.json",),
+    ),
+    Entry(
+        "report_large_garbage_report",
+        "report",
+        "a 65 MiB (sparse) diff.json: '{' then zero bytes",
+        "is not valid JSON",
+        report_large_garbage_report,
         names=("diff.json",),
     ),
     Entry(
