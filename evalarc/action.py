@@ -14,7 +14,7 @@ its own annotation and cannot start a new workflow command. Outputs use the deli
 from __future__ import annotations
 
 import argparse
-import json
+import itertools
 import math
 import os
 import sys
@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import TextIO
 
 from evalarc.errors import EvalArcError
-from evalarc.review.diff_model import SIDES, DiffReport, SideTally
+from evalarc.formats.jsonstream import (
+    STRICT_DECODER,
+    CapExceeded,
+    TextWindow,
+    array_items,
+    object_members,
+)
+from evalarc.review.diff_model import BLOCKING_KINDS, SIDES, DiffReport, SideTally
 
 MAX_ANNOTATIONS = 10
 """Blocking changes (and, separately, leakage hits) annotated at most; the rest are counted."""
@@ -131,9 +138,8 @@ def report_outputs(report: DiffReport, report_dir: str) -> dict[str, str]:
 
 def blocking_annotations(report: DiffReport, limit: int = MAX_ANNOTATIONS) -> list[str]:
     """One warning per blocking change (up to ``limit``), then one line counting the rest."""
-    rows = list(report.blocking_rows())
     commands: list[str] = []
-    for row in rows[:limit]:
+    for row in itertools.islice(report.blocking_rows(), limit):
         kind = row.kind
         message = (
             f"{row.case_id} / {row.check}: passed "
@@ -144,11 +150,12 @@ def blocking_annotations(report: DiffReport, limit: int = MAX_ANNOTATIONS) -> li
         commands.append(
             workflow_command("warning", message, title=f"EvalArc {kind.replace('_', ' ')}")
         )
-    if len(rows) > limit:
+    if report.blocking_changes > limit:
         commands.append(
             workflow_command(
                 "warning",
-                f"{len(rows) - limit} more blocking change(s) are listed in {REPORT_FILE}",
+                f"{report.blocking_changes - limit} more blocking change(s) are listed in "
+                f"{REPORT_FILE}",
                 title="EvalArc",
             )
         )
@@ -299,9 +306,39 @@ def decide(
     return result
 
 
-def _read_report(path: Path) -> object:
-    with path.open(encoding="utf-8") as handle:
-        return json.load(handle)
+def _read_report(path: Path, keep_blocking: int = MAX_ANNOTATIONS) -> object:
+    """diff.json as this step uses it, read as a stream (a diff of half a million vanished
+    checks writes 225 MB): every member but the rows and the groups; of the rows, the first
+    ``keep_blocking`` blocking ones (the step annotates no more, and counts the rest from
+    ``blocking_changes``); of the groups, their counts and note. Memory follows one row."""
+    value: dict[str, object] = {}
+    with path.open("rb") as handle:
+        window = TextWindow(handle, STRICT_DECODER)
+        try:
+            for key in object_members(window):
+                if key == "changes":
+                    rows: list[object] = []
+                    for _ in array_items(window):
+                        row = window.value()
+                        blocking = isinstance(row, dict) and row.get("kind") in BLOCKING_KINDS
+                        if blocking and len(rows) < keep_blocking:
+                            rows.append(row)
+                    value[key] = rows
+                elif key == "groups":
+                    groups: dict[str, object] = {}
+                    for member in object_members(window):
+                        if member in ("clusters", "presence"):
+                            window.jump()
+                            groups[member] = []
+                        else:
+                            groups[member] = window.value()
+                    value[key] = groups
+                else:
+                    value[key] = window.value()
+            window.finish()
+        except CapExceeded as error:
+            raise ValueError(str(error)) from None
+    return value
 
 
 # -- entry point --------------------------------------------------------------------------------

@@ -113,9 +113,8 @@ def run_diff(
 
 def _stage_junit(path: Path, report: DiffReport, baseline: Run, current: Run) -> Path:
     """Write the JUnit XML into a temporary sibling of ``path`` (published by a rename)."""
-    from evalarc.reports.diff_junit import junit_document
+    from evalarc.reports.diff_junit import write_junit_document
 
-    data = junit_document(report, baseline, current)
     if path.is_dir():
         raise OutputError(f"cannot write JUnit XML to {path}: it is a folder")
     parent = path.parent if str(path.parent) else Path(".")
@@ -125,8 +124,8 @@ def _stage_junit(path: Path, report: DiffReport, baseline: Run, current: Run) ->
         raise OutputError(f"cannot write JUnit XML to {path}: {error.strerror or error}") from None
     temporary = Path(name)
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            write_junit_document(report, baseline, current, stream.write)
         os.chmod(temporary, 0o644)
     except BaseException as error:
         temporary.unlink(missing_ok=True)

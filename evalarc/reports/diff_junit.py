@@ -14,18 +14,14 @@ replaced by a visible ``\\xNN``/``\\uNNNN`` escape, so the file always parses.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
-from evalarc.errors import OutputError
 from evalarc.formats.model import Attempt, Run
 from evalarc.review.diff_model import BLOCKING_KINDS, SIDES, ChangeRow, DiffReport, SideTally
-from evalarc.review.pairing import Tally, tally
+from evalarc.review.pairing import Tally, pair_row, tally
 
 SUITES_NAME = "evalarc diff"
 CHECKS_SUITE = "evalarc checks"
@@ -111,19 +107,19 @@ def _unchanged_case(case_id: str, check: str, baseline: Tally, current: Tally) -
     return JunitCase(case_id, check, None, message, message)
 
 
-def check_cases(report: DiffReport, baseline: Run, current: Run) -> Iterator[JunitCase]:
-    """One testcase per compared (case, check), in (case, check) order.
-
-    Listed changes come from the report itself; the pairs it only counted as unchanged are
-    tallied from the runs, with the same tally the diff used.
-    """
-    rows = {(row.case_id, row.check): row for row in report.changes}
+def check_cases(baseline: Run, current: Run) -> Iterator[JunitCase]:
+    """One testcase per compared (case, check), in (case, check) order, made as it is read: a
+    change from its row (:func:`evalarc.review.pairing.pair_row`, the diff's own pairing), an
+    unchanged pair from both sides' tallies."""
+    case_ids = list(baseline.cases)
+    case_ids.extend(case_id for case_id in current.cases if case_id not in baseline.cases)
+    case_ids.sort()
     empty: dict[str, list[Attempt]] = {}
-    for case_id in sorted(baseline.cases.keys() | current.cases.keys()):
+    for case_id in case_ids:
         base_checks = baseline.cases.get(case_id, empty)
         cur_checks = current.cases.get(case_id, empty)
         for check in sorted(base_checks.keys() | cur_checks.keys()):
-            row = rows.get((case_id, check))
+            row = pair_row(baseline, current, case_id, check)
             if row is not None:
                 yield _change_case(row)
                 continue
@@ -174,46 +170,69 @@ def gate_cases(report: DiffReport) -> list[JunitCase]:
     return cases
 
 
-def _suite(name: str, cases: list[JunitCase]) -> ElementTree.Element:
-    failures = sum(1 for case in cases if case.failure_type is not None)
-    suite = ElementTree.Element(
-        "testsuite",
-        {
-            "name": name,
-            "tests": str(len(cases)),
-            "failures": str(failures),
-            "errors": "0",
-            "skipped": "0",
-            "time": "0",
-        },
+_INDENT = "  "
+
+
+def _testcase_text(case: JunitCase) -> str:
+    """One ``<testcase>`` as it stands in the document (two levels deep, indented as
+    ``ElementTree.indent`` indents the whole tree)."""
+    element = ElementTree.Element(
+        "testcase",
+        {"classname": xml_safe(case.classname), "name": xml_safe(case.name), "time": "0"},
     )
-    for case in cases:
-        element = ElementTree.SubElement(
-            suite,
-            "testcase",
-            {"classname": xml_safe(case.classname), "name": xml_safe(case.name), "time": "0"},
+    if case.failure_type is not None:
+        failure = ElementTree.SubElement(
+            element,
+            "failure",
+            {"type": xml_safe(case.failure_type), "message": xml_safe(case.message)},
         )
-        if case.failure_type is not None:
-            failure = ElementTree.SubElement(
-                element,
-                "failure",
-                {"type": xml_safe(case.failure_type), "message": xml_safe(case.message)},
-            )
-            failure.text = xml_safe(case.detail)
-        else:
-            out = ElementTree.SubElement(element, "system-out")
-            out.text = xml_safe(case.detail)
-    return suite
+        failure.text = xml_safe(case.detail)
+    else:
+        out = ElementTree.SubElement(element, "system-out")
+        out.text = xml_safe(case.detail)
+    ElementTree.indent(element, space=_INDENT, level=2)
+    return ElementTree.tostring(element, encoding="unicode", short_empty_elements=True)
 
 
-def junit_document(report: DiffReport, baseline: Run, current: Run) -> bytes:
-    """The complete JUnit XML (UTF-8, with declaration) for one diff; deterministic."""
-    checks = list(check_cases(report, baseline, current))
+def _start_tag(tag: str, attributes: dict[str, str]) -> str:
+    """A start tag as ElementTree writes it (its own escaping), or the empty element."""
+    text = ElementTree.tostring(
+        ElementTree.Element(tag, attributes), encoding="unicode", short_empty_elements=False
+    )
+    return text[: -len(f"</{tag}>")]
+
+
+def _suite_attributes(name: str, tests: int, failures: int) -> dict[str, str]:
+    return {
+        "name": name,
+        "tests": str(tests),
+        "failures": str(failures),
+        "errors": "0",
+        "skipped": "0",
+        "time": "0",
+    }
+
+
+def write_junit_document(
+    report: DiffReport, baseline: Run, current: Run, write: Callable[[str], object]
+) -> None:
+    """Write the JUnit XML of one diff through ``write`` (text, UTF-8 meant), testcase by
+    testcase: the text ``ElementTree`` would give the whole tree (declaration, two-space
+    indent), without ever holding it. Deterministic."""
     gates = gate_cases(report)
-    check_suite = _suite(CHECKS_SUITE, checks)
-    properties = ElementTree.Element("properties")
+    checks = report.counts.total()
+    failed_gates = sum(1 for case in gates if case.failure_type is not None)
     base_name = report.baseline.source.name
     cur_name = report.current.source.name
+    write('<?xml version="1.0" encoding="UTF-8"?>\n')
+    root = _suite_attributes(
+        xml_safe(f"{SUITES_NAME}: {base_name} -> {cur_name}"),
+        checks + len(gates),
+        report.blocking_changes + failed_gates,
+    )
+    write(_start_tag("testsuites", root) + "\n" + _INDENT)
+    suite = _suite_attributes(CHECKS_SUITE, checks, report.blocking_changes)
+    write(_start_tag("testsuite", suite) + "\n" + _INDENT * 2 + "<properties>")
     for name, value in (
         ("baseline", base_name),
         ("baseline_sha256", report.baseline.source.sha256),
@@ -224,46 +243,21 @@ def junit_document(report: DiffReport, baseline: Run, current: Run) -> bytes:
         ("gate_passed", str(report.gate_passed).lower()),
         ("passed", str(report.passed).lower()),
     ):
-        ElementTree.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
-    check_suite.insert(0, properties)
-    all_cases = checks + gates
-    root = ElementTree.Element(
-        "testsuites",
-        {
-            "name": xml_safe(f"{SUITES_NAME}: {base_name} -> {cur_name}"),
-            "tests": str(len(all_cases)),
-            "failures": str(sum(1 for case in all_cases if case.failure_type is not None)),
-            "errors": "0",
-            "skipped": "0",
-            "time": "0",
-        },
-    )
-    root.append(check_suite)
-    root.append(_suite(GATES_SUITE, gates))
-    ElementTree.indent(root, space="  ")
-    body = ElementTree.tostring(root, encoding="unicode", short_empty_elements=True)
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n").encode("utf-8")
+        element = ElementTree.Element("property", {"name": name, "value": xml_safe(value)})
+        write("\n" + _INDENT * 3 + ElementTree.tostring(element, encoding="unicode"))
+    write("\n" + _INDENT * 2 + "</properties>")
+    for case in check_cases(baseline, current):
+        write("\n" + _INDENT * 2 + _testcase_text(case))
+    write("\n" + _INDENT + "</testsuite>\n" + _INDENT)
+    gate_suite = _suite_attributes(GATES_SUITE, len(gates), failed_gates)
+    write(_start_tag("testsuite", gate_suite))
+    for case in gates:
+        write("\n" + _INDENT * 2 + _testcase_text(case))
+    write("\n" + _INDENT + "</testsuite>\n</testsuites>\n")
 
 
-def write_junit(path: Path, report: DiffReport, baseline: Run, current: Run) -> None:
-    """Write the JUnit XML to ``path`` (replacing a previous file) via a temporary sibling, so a
-    CI reader never sees half a file."""
-    data = junit_document(report, baseline, current)
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise OutputError(f"cannot write JUnit XML to {path}: it is a folder")
-    try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=parent)
-    except OSError as error:
-        raise OutputError(f"cannot write JUnit XML to {path}: {error.strerror or error}") from None
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except OSError as error:
-        Path(temporary).unlink(missing_ok=True)
-        raise OutputError(f"cannot write JUnit XML to {path}: {error.strerror or error}") from None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+def junit_document(report: DiffReport, baseline: Run, current: Run) -> bytes:
+    """The complete JUnit XML (UTF-8, with declaration) for one diff, as bytes."""
+    pieces: list[str] = []
+    write_junit_document(report, baseline, current, pieces.append)
+    return "".join(pieces).encode("utf-8")

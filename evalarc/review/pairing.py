@@ -266,6 +266,19 @@ class ChangeRows(Sequence[ChangeRow]):
         )
 
 
+def pair_row(baseline: Run, current: Run, case_id: str, check: str) -> ChangeRow | None:
+    """The change row of one (case, check) of the two runs, or None when it is unchanged (what
+    :func:`pair_checks` lists for that pair)."""
+    base_attempts = _attempts(baseline, case_id, check)
+    cur_attempts = _attempts(current, case_id, check)
+    base_tally = tally(base_attempts) if base_attempts is not None else None
+    cur_tally = tally(cur_attempts) if cur_attempts is not None else None
+    kind = classify(base_tally, cur_tally)
+    if kind is None:
+        return None
+    return _change_row(case_id, check, kind, base_attempts, cur_attempts, base_tally, cur_tally)
+
+
 def _attempts(run: Run, case_id: str, check: str) -> Sequence[Attempt] | None:
     checks = run.cases.get(case_id)
     return checks.get(check) if checks is not None else None
