@@ -2,15 +2,20 @@
 
     python bench/junit_bounds.py [--out bench/out/junit_bounds] [--valid-mib 150]
 
-Writes the files (deterministic bytes), then runs ``evalarc diff`` on each in a child process
-and prints exit code, wall time and the child's peak RSS beside the target:
+Writes the files (deterministic bytes), then runs ``evalarc`` on each in a child process and
+prints exit code, wall and CPU seconds and the child's peak RSS (MB = 10^6 bytes) beside its
+target:
 
-- a 40 MiB file of 10 M empty elements under a suite, and the same elements inside a
-  testcase's ``<system-out>``: refused (exit 2) or finished within 60 s and 512 MB;
-- the most cases per byte: 600,000 bare testcases (past the testcase cap) and 450,000 (within
-  it): refused or finished within 60 s and 512 MB;
-- a valid pair of two 150 MiB files (300 MiB together; 1 in 10 tests fails with a message and
-  a stack trace, every test has captured output): finished with peak RSS <= 2 x 300 MiB + 100 MB.
+- hostile: a 40 MiB file of 10 M empty elements under a suite, and the same elements inside a
+  testcase's ``<system-out>``; 600,000 bare testcases (past the testcase cap): refused (exit 2)
+  or finished within 60 s and 512 MB;
+- valid, the most cases per byte (bare ``<testcase name="tN"/>``, 26 bytes each), each within
+  2 x the size of its inputs + 100 MB: 450,000 against a small file with ``--json``,
+  ``--output`` (then ``verify`` of that folder) and ``--junit``; two files of 450,000 (the same
+  ids) and of 500,000 (the cap; one shuffled); two of 450,000 that each record a distinct
+  duration (a failure in 1,000 on one side);
+- a valid pair of two 150 MiB files (1 in 10 tests fails with a message and a stack trace,
+  every test has captured output).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -50,6 +56,37 @@ def write_tiny_testcases(path: Path, count: int) -> None:
         handle.write("</testsuite></testsuites>\n")
 
 
+def write_timed_testcases(path: Path, count: int, offset: int, failing_every: int = 0) -> None:
+    """``count`` bare testcases, each with a distinct duration (``offset`` seconds plus a
+    fraction), every ``failing_every``-th one failing."""
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write('<testsuites><testsuite name="s">')
+        for n in range(count):
+            if failing_every and n % failing_every == 7:
+                handle.write(
+                    f'<testcase name="t{n}" time="{offset}.{n:06d}">'
+                    f'<failure message="boom {n}">trace</failure></testcase>'
+                )
+            else:
+                handle.write(f'<testcase name="t{n}" time="{offset}.{n:06d}"/>')
+        handle.write("</testsuite></testsuites>\n")
+
+
+def write_shuffled_testcases(path: Path, count: int) -> None:
+    """``count`` bare testcases with distinct names, in a fixed shuffled order."""
+    import random
+
+    numbers = list(range(count))
+    random.Random(1).shuffle(numbers)
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write('<testsuites><testsuite name="s">')
+        for start in range(0, count, 10_000):
+            handle.write(
+                "".join(f'<testcase name="t{n}"/>' for n in numbers[start : start + 10_000])
+            )
+        handle.write("</testsuite></testsuites>\n")
+
+
 def write_valid(path: Path, size: int, broken_every: int) -> None:
     """A pytest-shaped file of about ``size`` bytes: tests in modules, some failing."""
     trace = "".join(f"    frame {n}: in helper_{n}(value)\n" for n in range(30))
@@ -75,20 +112,25 @@ def write_valid(path: Path, size: int, broken_every: int) -> None:
 
 
 def measure(args: list[str]) -> tuple[int, float, float, float, str]:
-    """Run ``evalarc`` with ``args`` in a child: exit code, wall seconds, CPU seconds, peak RSS
-    (MB) and the last line it printed on stderr."""
+    """Run ``evalarc`` with ``args`` in a child (its stdout thrown away): exit code, wall
+    seconds, CPU seconds, peak RSS (MB = 10^6 bytes) and the last line it printed on stderr."""
     start = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, check=False
+        [sys.executable, "-c", _CHILD, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
     )
     seconds = time.monotonic() - start
-    lines = done.stdout.strip().splitlines()
+    lines = done.stderr.strip().splitlines()
     cpu, peak_kb = (float(lines[-2]), float(lines[-1])) if len(lines) >= 2 else (0.0, 0.0)
-    message = (done.stderr.strip().splitlines() or [""])[-1][:160]
-    return done.returncode, seconds, cpu, peak_kb / 1024, message
+    message = (lines[:-2] or [""])[-1][:160]
+    return done.returncode, seconds, cpu, peak_kb * 1024 / 1e6, message
 
 
-# The child runs the CLI and reports its own peak RSS (ru_maxrss of this process alone).
+# The child runs the CLI and reports its own CPU seconds and peak RSS (ru_maxrss of this
+# process alone) as the last two lines on stderr.
 _CHILD = """
 import resource, sys
 from evalarc.cli import main
@@ -98,10 +140,13 @@ try:
 except SystemExit as exit:
     code = exit.code if isinstance(exit.code, int) else 1
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(usage.ru_utime + usage.ru_stime)
-print(usage.ru_maxrss)
+sys.stderr.write(f"{usage.ru_utime + usage.ru_stime}\\n{usage.ru_maxrss}\\n")
 sys.exit(code)
 """
+
+
+def _mb(size_bytes: float) -> float:
+    return size_bytes / 1e6
 
 
 def main() -> None:
@@ -118,6 +163,11 @@ def main() -> None:
         "empty_elements_in_output.xml": lambda p: write_empty_elements(p, inside_output=True),
         "tiny_testcases_600k.xml": lambda p: write_tiny_testcases(p, 600_000),
         "tiny_testcases_450k.xml": lambda p: write_tiny_testcases(p, 450_000),
+        "tiny_testcases_450k_b.xml": lambda p: write_tiny_testcases(p, 450_000),
+        "tiny_testcases_500k.xml": lambda p: write_tiny_testcases(p, 500_000),
+        "tiny_testcases_500k_shuffled.xml": lambda p: write_shuffled_testcases(p, 500_000),
+        "timed_testcases_450k.xml": lambda p: write_timed_testcases(p, 450_000, 0),
+        "timed_testcases_450k_b.xml": lambda p: write_timed_testcases(p, 450_000, 1, 1000),
         "valid_baseline.xml": lambda p: write_valid(p, options.valid_mib * MIB, 10),
         "valid_current.xml": lambda p: write_valid(p, options.valid_mib * MIB, 9),
     }
@@ -126,36 +176,70 @@ def main() -> None:
         if not path.exists():
             make(path)
     print(f"load average before: {os.getloadavg()[0]:.1f} (wall seconds grow with it; CPU do not)")
-    print(f"{'input':30} {'MiB':>6} {'exit':>4} {'wall s':>7} {'cpu s':>6} {'peak MB':>7}  target")
-    for name in (
-        "empty_elements_in_suite.xml",
-        "empty_elements_in_output.xml",
-        "tiny_testcases_600k.xml",
-        "tiny_testcases_450k.xml",
-    ):
-        path = out / name
-        code, seconds, cpu, peak, message = measure(["diff", str(path), str(small)])
-        size = path.stat().st_size / MIB
-        print(
-            f"{name:30} {size:6.1f} {code:4d} {seconds:7.1f} {cpu:6.1f} {peak:7.0f}  "
-            "exit 2 or 0/1 within 60 s and 512 MB"
-            + (
-                f" (valid: <= 2 x size + 100 = {2 * size * MIB / 1e6 + 100:.0f} MB)"
-                if "450k" in name
-                else ""
-            )
-        )
-        print(f"    {message}")
-    base, cur = out / "valid_baseline.xml", out / "valid_current.xml"
-    pair_mib = (base.stat().st_size + cur.stat().st_size) / MIB
-    code, seconds, cpu, peak, message = measure(["diff", str(base), str(cur)])
-    limit = 2 * pair_mib * MIB / 1e6 + 100
-    print(
-        f"{'valid pair (both files)':30} {pair_mib:6.1f} {code:4d} {seconds:7.1f} {cpu:6.1f} "
-        f"{peak:7.0f}  exit 1, peak <= 2 x size + 100 MB = {limit:.0f} MB"
+    print(f"{'run':58} {'in MB':>6} {'exit':>4} {'wall s':>7} {'cpu s':>6} {'peak MB':>7}  target")
+
+    def row(label: str, args: list[str], inputs: list[Path], valid: bool) -> None:
+        code, seconds, cpu, peak, message = measure(args)
+        size = _mb(sum(path.stat().st_size for path in inputs))
+        if valid:
+            budget = 2 * size + 100
+            verdict = "met" if peak <= budget and code in (0, 1) else "NOT MET"
+            target = f"<= 2 x size + 100 = {budget:.0f} MB: {verdict}"
+        else:
+            verdict = "met" if seconds <= 60 and peak <= 512 else "NOT MET"
+            target = f"exit 2 or 0/1 within 60 s and 512 MB: {verdict}"
+        print(f"{label:58} {size:6.1f} {code:4d} {seconds:7.1f} {cpu:6.1f} {peak:7.0f}  {target}")
+        if message:
+            print(f"    {message}")
+
+    for name in ("empty_elements_in_suite.xml", "empty_elements_in_output.xml"):
+        row(f"diff {name} small.xml", ["diff", str(out / name), str(small)], [out / name], False)
+    row(
+        "diff tiny_testcases_600k.xml small.xml (past the cap)",
+        ["diff", str(out / "tiny_testcases_600k.xml"), str(small)],
+        [out / "tiny_testcases_600k.xml"],
+        False,
     )
-    print(f"    {message}")
-    self_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    big = out / "tiny_testcases_450k.xml"
+    folder = out / "diff-450k"
+    junit = out / "diff-450k.junit.xml"
+    shutil.rmtree(folder, ignore_errors=True)
+    junit.unlink(missing_ok=True)
+    row("diff 450k small --json", ["diff", str(big), str(small), "--json"], [big, small], True)
+    row(
+        "diff 450k small --output DIR",
+        ["diff", str(big), str(small), "--output", str(folder)],
+        [big, small],
+        True,
+    )
+    row("verify DIR (the 450k diff folder)", ["verify", str(folder)], [big, small], True)
+    row(
+        "diff 450k small --junit FILE",
+        ["diff", str(big), str(small), "--junit", str(junit)],
+        [big, small],
+        True,
+    )
+    for label, first, second in (
+        (
+            "diff 450k 450k (the same ids) --json",
+            "tiny_testcases_450k.xml",
+            "tiny_testcases_450k_b.xml",
+        ),
+        (
+            "diff 500k 500k shuffled (the cap) --json",
+            "tiny_testcases_500k.xml",
+            "tiny_testcases_500k_shuffled.xml",
+        ),
+        (
+            "diff 450k 450k, each a duration --json",
+            "timed_testcases_450k.xml",
+            "timed_testcases_450k_b.xml",
+        ),
+        ("diff valid pair --json", "valid_baseline.xml", "valid_current.xml"),
+    ):
+        pair = [out / first, out / second]
+        row(label, ["diff", str(pair[0]), str(pair[1]), "--json"], pair, True)
+    self_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
     print(f"(this script itself: {self_peak:.0f} MB)")
 
 

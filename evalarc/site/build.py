@@ -51,7 +51,7 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
-from evalarc.canonical import pretty_json, sha256_bytes
+from evalarc.canonical import pretty_json, sha256_bytes, sha256_file
 from evalarc.clock import timestamp
 from evalarc.errors import EvalArcError, InputError, OutputError, UsageError, VerificationError
 from evalarc.pages.case_views import CHUNK_DIR
@@ -176,8 +176,8 @@ def bundle_files(bundle: Path) -> dict[str, dict[str, Any]]:
     for relative, path in walk_files(bundle):
         if relative == BUNDLE_MANIFEST:
             continue
-        data = path.read_bytes()
-        files[relative] = {"sha256": sha256_bytes(data), "bytes": len(data)}
+        digest, size = sha256_file(path)
+        files[relative] = {"sha256": digest, "bytes": size}
     return files
 
 
@@ -560,14 +560,28 @@ def _copy_bundle(source: ReportSource, dest: Path) -> None:
             continue  # a record verify cannot check (hillclimb-run's log): never published
         if item.relative == BUNDLE_MANIFEST:
             raise InputError(f"{source.path}/{item.relative}: a reserved file name")
-        try:
-            with item.path.open("rb") as handle:
-                data = handle.read(MAX_EVIDENCE_FILE_BYTES + 1)
-        except OSError as error:
-            raise InputError(f"cannot read {item.path}: {error.strerror or error}") from None
-        if len(data) != item.bytes:
+        target = dest.joinpath(*PurePosixPath(item.relative).parts)
+        copied = _copy_file(item.path, target, MAX_EVIDENCE_FILE_BYTES)
+        if copied != item.bytes:
             raise InputError(f"{source.path}/{item.relative} changed while it was being copied")
-        write_bytes(dest.joinpath(*PurePosixPath(item.relative).parts), data)
+
+
+def _copy_file(source: Path, target: Path, limit: int) -> int:
+    """Copy ``source`` to ``target`` a chunk at a time (a bundle's diff.json may be hundreds of
+    megabytes); the bytes copied, at most ``limit`` + 1 (the caller compares the count)."""
+    copied = 0
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with source.open("rb") as reader, target.open("wb") as writer:
+            while copied <= limit and (chunk := reader.read(min(_COPY_CHUNK, limit + 1 - copied))):
+                writer.write(chunk)
+                copied += len(chunk)
+    except OSError as error:
+        raise InputError(f"cannot copy {source}: {error.strerror or error}") from None
+    return copied
+
+
+_COPY_CHUNK = 1 << 20
 
 
 def build_site(
