@@ -218,3 +218,4 @@ def test_audit_output(tmp_path: Path) -> None:
         signal.SIGINT,
         tmp_path,
     )
+

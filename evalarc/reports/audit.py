@@ -37,6 +37,7 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
+from evalarc.cancel import signals_held
 from evalarc.canonical import JSONValue, compact_json
 from evalarc.clock import now_utc
 from evalarc.errors import EvalArcError, ExitCode, OutputError, UsageError, VerificationError
@@ -90,7 +91,6 @@ from evalarc.reports.run_folder import (
     recording_index,
     remove_empty,
     stamp_event,
-    uninterruptible,
 )
 from evalarc.resources import bundled_dir
 from evalarc.review.audit import (
@@ -531,7 +531,7 @@ def run_audit(
                 foreign.update(control.backend.foreign_graders)
         return AuditResult(audit, output, divergences, sorted(foreign), notes)
     finally:
-        with uninterruptible():
+        with signals_held():  # a second Ctrl-C cannot strand a container
             for control in controls:
                 if control.backend is not None and not isinstance(control.backend, ReplayBackend):
                     close_backend(control.backend)

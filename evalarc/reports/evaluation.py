@@ -35,6 +35,7 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
+from evalarc.cancel import signals_held
 from evalarc.canonical import JSONValue, compact_json
 from evalarc.clock import now_utc
 from evalarc.errors import (
@@ -97,7 +98,6 @@ from evalarc.reports.run_folder import (
     recording_index,
     remove_empty,
     stamp_event,
-    uninterruptible,
 )
 from evalarc.runtime.owner import claim_work_folder, sweep_work_folders
 from evalarc.runtime.protocol import Backend, Limits
@@ -318,7 +318,7 @@ def run_evaluate(
         notes = replay_notes(backend) if backend is not None else executor_notes(executor)
         return EvaluationResult(run.report, output, notes)
     finally:
-        with uninterruptible():
+        with signals_held():  # a second Ctrl-C cannot strand a container
             if backend is not None:
                 close_backend(backend)
             shutil.rmtree(work, ignore_errors=True)

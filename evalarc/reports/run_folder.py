@@ -5,10 +5,8 @@ written as cases finish, and the event lines.
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -83,19 +81,6 @@ def event_line(event: Mapping[str, Any]) -> str:
 
 def stamp_event(event: Mapping[str, Any]) -> dict[str, Any]:
     return {"schema_version": EVENT_SCHEMA, "created_at": now_utc().isoformat(), **event}
-
-
-@contextmanager
-def uninterruptible() -> Iterator[None]:
-    """Hold off Ctrl-C while cleaning up, so a second interrupt cannot strand a container."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def make_parents(folder: Path) -> list[Path]:
