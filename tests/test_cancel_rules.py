@@ -60,9 +60,7 @@ def test_a_cancel_python_had_to_drop_still_cancels(name: str, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_cancel_after_the_output_is_published_keeps_the_result(
-    name: str, tmp_path: Path
-) -> None:
+def test_a_cancel_after_the_output_is_published_keeps_the_result(name: str, tmp_path: Path) -> None:
     done = probe("after-publishing", name, tmp_path)
     assert done.returncode == 1, done.stderr
     assert done.stdout == "published; the result is 1\n"
