@@ -56,6 +56,8 @@ class Cancelled(KeyboardInterrupt):
 class _Command:
     """The cancel state of the command being run (one per process at a time)."""
 
+    running: bool = False
+    """Between :func:`install` and :func:`end` (library calls outside a command have none)."""
     outputs: set[str] = field(default_factory=set)
     """Absolute paths of the folders the command publishes as its result."""
     requested: list[int] = field(default_factory=list)
@@ -94,7 +96,7 @@ def install() -> None:
     if not _main_thread():
         return
     hook = sys.unraisablehook
-    _COMMAND = _Command(unraisablehook=None if hook is _quiet_unraisable else hook)
+    _COMMAND = _Command(running=True, unraisablehook=None if hook is _quiet_unraisable else hook)
     for number in CANCELLING_SIGNALS:
         current = signal.getsignal(number)
         if current in (signal.SIG_DFL, signal.default_int_handler, _cancel):
@@ -117,14 +119,16 @@ def ignore() -> None:
 
 
 def end() -> list[int]:
-    """The command has ended: restore ``sys.unraisablehook`` and return the signals that arrived
-    after its output was published (held, so its result stands); if it published, ignore further
-    cancelling signals while the program exits."""
+    """The command has ended: restore ``sys.unraisablehook``, forget its cancel state and return
+    the signals that arrived after its output was published (held, so its result stands); if it
+    published, ignore further cancelling signals while the program exits."""
+    global _COMMAND
+    command, _COMMAND = _COMMAND, _Command()
     if sys.unraisablehook is _quiet_unraisable:
-        sys.unraisablehook = _COMMAND.unraisablehook or sys.__unraisablehook__
-    if _COMMAND.published:
+        sys.unraisablehook = command.unraisablehook or sys.__unraisablehook__
+    if command.published:
         ignore()
-    return list(dict.fromkeys(_COMMAND.late))
+    return list(dict.fromkeys(command.late))
 
 
 def requested() -> bool:
@@ -135,8 +139,9 @@ def requested() -> bool:
 def check() -> None:
     """Raise :class:`Cancelled` again for a cancel that was raised but swallowed (nothing is
     unwinding from it now): a cancel is never lost, whatever code it landed in."""
-    if _COMMAND.requested and not _COMMAND.published and sys.exc_info()[1] is None:
-        raise Cancelled(_COMMAND.requested[-1])
+    command = _COMMAND
+    if command.running and command.requested and not command.published and not sys.exc_info()[1]:
+        raise Cancelled(command.requested[-1])
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evalarc.cancel import CANCELLING_SIGNALS, Cancelled, install, signals_held
+from evalarc.cancel import CANCELLING_SIGNALS, Cancelled, end, install, signals_held
 
 PROBES = Path(__file__).resolve().parent / "probes"
 NAMES = ["SIGINT", "SIGTERM", "SIGHUP"]
@@ -84,13 +84,19 @@ def test_a_cancel_after_an_intermediate_folder_cancels_the_command(
 @pytest.mark.parametrize("signum", CANCELLING_SIGNALS)
 def test_a_held_signal_is_delivered_when_the_step_ends(signum: int) -> None:
     install()
-    reached = False
-    with pytest.raises(Cancelled) as cancelled, signals_held() as arrived:
-        signal.raise_signal(signum)
-        assert arrived()
-        reached = True  # the step ran to its end first
-    assert reached
-    assert cancelled.value.signum == signum
+    try:
+        reached = False
+        with pytest.raises(Cancelled) as cancelled, signals_held() as arrived:
+            signal.raise_signal(signum)
+            assert arrived()
+            reached = True  # the step ran to its end first
+        assert reached
+        assert cancelled.value.signum == signum
+    finally:
+        assert end() == []
+    # The command has ended: its cancel is not raised again in later library calls.
+    with signals_held():
+        pass
 
 
 def test_an_ignored_signal_stays_ignored(tmp_path: Path) -> None:
