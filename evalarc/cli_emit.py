@@ -131,6 +131,7 @@ class Group(click.Group):
         except EvalArcError as error:
             if ctx.meta.get(_DEBUG):
                 raise
+            _cancelled_anyway(ctx)
             fail(error.message, error.exit_code)
         except click.UsageError as error:
             # A bad argument (a folder where a file goes, a missing file name) is refused like
@@ -148,12 +149,26 @@ class Group(click.Group):
                 # Too late to cancel: the output is complete and published, its result stands.
                 sys.exit(done)
             fail("cancelled", ExitCode.CANCELLED)
+        except Exception:
+            _cancelled_anyway(ctx)
+            raise
         finally:
             if ctx.parent is None and _STARTED in ctx.meta:
                 from evalarc.cancel import end
 
                 if end():
                     note("a cancel arrived after the output was published: its result stands")
+
+
+def _cancelled_anyway(ctx: click.Context) -> None:
+    """After a cancel, another error is its consequence (Python turns a KeyboardInterrupt raised
+    while a class is being created into a RuntimeError; a cleanup fails half-way): the command
+    ends as cancelled, exit 130, unless ``--debug`` asks for the traceback."""
+    from evalarc.cancel import ignore, requested
+
+    if requested() and not ctx.meta.get(_DEBUG):
+        ignore()
+        fail("cancelled", ExitCode.CANCELLED)
 
 
 def start(ctx: click.Context, *, debug: bool) -> None:

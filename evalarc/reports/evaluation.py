@@ -42,7 +42,6 @@ from evalarc.errors import (
     EvalArcError,
     ExitCode,
     InputError,
-    OutputError,
     UsageError,
     VerificationError,
 )
@@ -95,6 +94,7 @@ from evalarc.reports.run_folder import (
     RecordingWriter,
     check_output,
     make_parents,
+    make_work_folder,
     recording_index,
     remove_empty,
     stamp_event,
@@ -256,18 +256,19 @@ def run_evaluate(
     check_output(output, candidate)
     if not candidate.is_dir():
         raise InputError(f"candidate {candidate}: not a directory")
-    created_parents = make_parents(output.parent)
     sweep_work_folders(temp_root)
     backend: Backend | None = None
-    try:
-        work = Path(tempfile.mkdtemp(prefix="evalarc-evaluate-", dir=temp_root))
-    except OSError as error:
-        remove_empty(created_parents)
-        raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
+    created_parents: list[Path] = []
+    made: list[Path] = []
     published = False
     progress = Progress(on_event, stamp_event)
-    owner = claim_work_folder(work)
     try:
+        # Held: a cancel cannot land between making a folder and owning its removal.
+        with signals_held():
+            created_parents = make_parents(output.parent)
+            made.append(make_work_folder("evalarc-evaluate-", temp_root))
+        work = made[0]
+        owner = claim_work_folder(work)
         snapshot = snapshot_candidate(candidate, work / "snapshot", list(pack.default_command))
         refuse_active_files(snapshot.path, candidate)
         subject = Subject(None, snapshot.sha256)
@@ -321,7 +322,8 @@ def run_evaluate(
         with signals_held():  # a second Ctrl-C cannot strand a container
             if backend is not None:
                 close_backend(backend)
-            shutil.rmtree(work, ignore_errors=True)
+            for folder in made:
+                shutil.rmtree(folder, ignore_errors=True)
             if not published:
                 remove_empty(created_parents)
 

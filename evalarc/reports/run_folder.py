@@ -5,6 +5,7 @@ written as cases finish, and the event lines.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -81,6 +82,14 @@ def event_line(event: Mapping[str, Any]) -> str:
 
 def stamp_event(event: Mapping[str, Any]) -> dict[str, Any]:
     return {"schema_version": EVENT_SCHEMA, "created_at": now_utc().isoformat(), **event}
+
+
+def make_work_folder(prefix: str, temp_root: Path | None) -> Path:
+    """A new private work folder under ``temp_root`` (default: the system's temporary folder)."""
+    try:
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=temp_root))
+    except OSError as error:
+        raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
 
 
 def make_parents(folder: Path) -> list[Path]:

@@ -62,6 +62,26 @@ def in_finalizer(name: str, output: Path) -> None:
     emit(Outcome(ExitCode.ACCEPTED, ["not cancelled"]))
 
 
+class _Named:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __set_name__(self, owner: type, attribute: str) -> None:
+        _send(self.name)
+
+
+@main.command("in-class-creation")
+@click.argument("name")
+@OUTPUT
+def in_class_creation(name: str, output: Path) -> None:
+    """SIGNAL lands while a class is being created (``__set_name__`` of a dataclass field, in a
+    module imported lazily): Python 3.11 turns the KeyboardInterrupt into a RuntimeError."""
+    with staged_folder(output) as folder:
+        (folder / "half.txt").write_text("written before the signal\n", encoding="utf-8")
+        type("Made", (), {"field": _Named(name)})
+    emit(Outcome(ExitCode.ACCEPTED, ["not cancelled"]))
+
+
 @main.command("after-publishing")
 @click.argument("name")
 @OUTPUT
