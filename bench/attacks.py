@@ -17,6 +17,11 @@ bound itself is stopped (shown as ``killed``) instead of exhausting the machine.
 
 "files left" counts what a command left in its scratch folder beyond its inputs (a partial or
 temporary folder, a site built from a refused input).
+
+Each column's site is built, attacked and verified by that column's EvalArc only: its children
+run with ``PYTHONPATH`` set to it and ``PYTHONSAFEPATH=1`` (run from a checkout, ``python -m``
+would otherwise import the checkout's evalarc first), and the first row, the untouched site,
+must verify (exit 0) before the attack rows mean anything.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ EXAMPLES = ROOT / "recordings" / "examples"
 BUNDLE_MANIFEST = "evalarc-bundle.json"
 SITE_MANIFEST = "manifest.json"
 FLOOR = "exit 2, <= 60 s, <= 512 MB, 0 files left"
+CONTROL = "control: the site as built, untouched (must exit 0)"
 
 
 # --------------------------------------------------------------------------- manifests
@@ -175,11 +181,31 @@ def _sparse(site: Path) -> None:
 ZERO_511_MIB = "0" * 64  # replaced at start-up by the real digest (computed once, streamed)
 
 
+def active_page(body: str, script: str | None = None) -> str:
+    """An HTML page as a hostile publisher writes it to pass a page check: one CSP meta with
+    ``default-src 'none'`` whose ``script-src`` allows its one inline script by hash (so the
+    script runs when the page is opened)."""
+    import base64
+    import hashlib
+
+    sources = "'none'"
+    if script is not None:
+        digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+        sources = f"'sha256-{digest}'"
+    policy = f"default-src 'none'; script-src {sources}"
+    code = f"<script>{script}</script>" if script is not None else ""
+    return (
+        f'<!doctype html><html><head><meta http-equiv="Content-Security-Policy" '
+        f'content="{policy}"><title>t</title></head><body>{body}{code}</body></html>\n'
+    )
+
+
 def _links(site: Path) -> None:
     bundle = site / "reports/junit-diff"
-    (bundle / "big.html").write_text("<p id=x>" + "x" * 1_000_000 + "</p>", encoding="utf-8")
+    targets = "".join(f'<p id="x{index}">{"x" * 5000}</p>' for index in range(200))
+    (bundle / "big.html").write_text(active_page(targets), encoding="utf-8")
     links = "".join(f'<a href="big.html#x{index}">{index}</a>' for index in range(200))
-    (bundle / "links.html").write_text(links, encoding="utf-8")
+    (bundle / "links.html").write_text(active_page(links), encoding="utf-8")
     reseal(site, "junit-diff", "big.html", "links.html")
 
 
@@ -208,9 +234,9 @@ def _deep(site: Path) -> None:
 
 def _extra(name: str) -> Callable[[Path], None]:
     def attack(site: Path) -> None:
-        (site / "reports/junit-diff" / name).write_text(
-            "<script>alert(document.domain)</script>\n", encoding="utf-8"
-        )
+        # A page with its own CSP allowing its script by hash: it passes a check of pages.
+        page = active_page("<p>details</p>", "alert(document.domain)")
+        (site / "reports/junit-diff" / name).write_text(page, encoding="utf-8")
         reseal(site, "junit-diff", name)
 
     return attack
@@ -504,10 +530,31 @@ def _load_site_bench() -> ModuleType:
     return module
 
 
+def imported_from(env: dict[str, str], cwd: Path) -> Path:
+    """The folder holding the ``evalarc`` package a child process with ``env`` imports."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import evalarc; print(evalarc.__file__)"],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(done.stdout.strip()).parent.parent
+
+
 def measure(label: str, source: Path, work: Path) -> list[Row]:
-    env = dict(os.environ, PYTHONPATH=str(source), SOURCE_DATE_EPOCH="1767225600")
+    # PYTHONSAFEPATH: `python -m evalarc.cli` must import the EvalArc under test, never one in
+    # its working folder (run from a checkout, a child would otherwise import that checkout's
+    # evalarc ahead of PYTHONPATH, and the "before" column's site would be built by this one).
+    env = dict(
+        os.environ, PYTHONPATH=str(source), PYTHONSAFEPATH="1", SOURCE_DATE_EPOCH="1767225600"
+    )
     python = sys.executable
     work.mkdir(parents=True, exist_ok=True)
+    found = imported_from(env, work)
+    if found.resolve() != source.resolve():
+        raise SystemExit(f"{label}: child processes import evalarc from {found}, not {source}")
     reports = work / "reports"
     if not (reports / ".done").exists():
         shutil.rmtree(reports, ignore_errors=True)
@@ -535,11 +582,22 @@ def measure(label: str, source: Path, work: Path) -> list[Row]:
                 "--quiet",
             ],
             env=env,
+            cwd=work,
             check=True,
             capture_output=True,
         )
     print(f"# {label}: {source}", file=sys.stderr)
-    rows = site_rows(site, work, env, python)
+    # The control: the site as built must verify (exit 0), or the attack rows below measure
+    # something other than the attacks.
+    code, seconds, peak = run(
+        [python, "-m", "evalarc.cli", "verify", str(site)],
+        env=env,
+        timeout=ARGS.timeout,
+        memory_mb=ARGS.memory,
+        cwd=work,
+    )
+    rows = [Row(CONTROL, code, seconds, peak, 0)]
+    rows += site_rows(site, work, env, python)
     rows.append(hard_link_row(reports, work, env, python))
     if not ARGS.sites_only:
         rows += input_rows(work, env, python, ARGS.scale)
@@ -559,7 +617,7 @@ def table(columns: list[tuple[str, list[Row]]]) -> list[str]:
         )
         attack = row.attack.replace("\n", "\\n")
         lines.append(f"| {attack} |{cells}")
-    lines.append(f"floor per row: {FLOOR}")
+    lines.append(f"floor per attack row: {FLOOR}; the control row must exit 0 in every column")
     return lines
 
 

@@ -16,16 +16,15 @@ import contextlib
 import hashlib
 import os
 import shutil
-import signal
 import stat
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalarc import schemas
+from evalarc.cancel import publishing, signals_held
 from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file, strict_loads
 from evalarc.errors import EvalArcError, InputError, OutputError, VerificationError
 
@@ -48,8 +47,10 @@ def check_new_output(dest: Path) -> None:
 def staged_folder(dest: Path) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``dest``; publish it as ``dest`` on success.
 
-    On any exception (including KeyboardInterrupt) the temporary folder is removed and ``dest``
-    is left as it was. Publishing is a single rename, so a reader never sees a partial folder.
+    On any exception (including a cancel) the temporary folder is removed and ``dest`` is left
+    as it was. Publishing is a single rename, so a reader never sees a partial folder; a cancel
+    that came before it wins, and once the command's own output is published its result stands
+    (:func:`evalarc.cancel.publishing`).
     """
     check_new_output(dest)
     parent = dest.parent if str(dest.parent) else Path(".")
@@ -67,52 +68,18 @@ def staged_folder(dest: Path) -> Iterator[Path]:
                 raise OutputError(f"cannot write {dest}: {error.strerror or error}") from None
         yield staging
         check_new_output(dest)
-        try:
-            # Private (0700) while being written; published as any tool creates a folder.
-            os.chmod(staging, 0o777 & ~current_umask())
-            os.rename(staging, dest)
-        except OSError as error:
-            raise OutputError(f"cannot publish {dest}: {error.strerror or error}") from None
+        with publishing(dest):
+            try:
+                # Private (0700) while being written; published as any tool creates a folder.
+                os.chmod(staging, 0o777 & ~current_umask())
+                os.rename(staging, dest)
+            except OSError as error:
+                raise OutputError(f"cannot publish {dest}: {error.strerror or error}") from None
     except BaseException:
         if staging is not None:
             with signals_held():
                 shutil.rmtree(staging, ignore_errors=True)
         raise
-
-
-CANCELLING_SIGNALS: tuple[signal.Signals, ...] = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
-)
-"""Signals that cancel a command (each ends as KeyboardInterrupt: clean up, exit 130)."""
-
-
-@contextlib.contextmanager
-def signals_held() -> Iterator[Callable[[], bool]]:
-    """Hold the cancelling signals back for the duration (a step that a Ctrl-C, SIGTERM or
-    SIGHUP must not cut in half, such as creating the staging folder or removing it), then
-    deliver any that arrived to the handler that was in place. A no-op outside the main thread,
-    where Python delivers no signals anyway.
-
-    Yields a function telling whether a signal has arrived, so a long step can poll it and stop
-    at a point of its own choosing: a KeyboardInterrupt raised at an arbitrary point of the main
-    thread can leave a lock of ``threading`` or ``concurrent.futures`` held forever (the
-    ``with`` statement's exit is not guaranteed against asynchronous exceptions)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: False
-        return
-    arrived: list[int] = []
-
-    def remember(signum: int, frame: object) -> None:
-        arrived.append(signum)
-
-    previous = {number: signal.signal(number, remember) for number in CANCELLING_SIGNALS}
-    try:
-        yield lambda: bool(arrived)
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        for signum in dict.fromkeys(arrived):
-            signal.raise_signal(signum)
 
 
 def current_umask() -> int:

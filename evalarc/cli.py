@@ -21,6 +21,7 @@ from evalarc.cli_options import (
     RunOptions,
     SeedsCommand,
     SitePages,
+    command_output,
     cost_metric_option,
     harness_option,
     harness_paths,
@@ -355,7 +356,7 @@ def tasks(out: ReportOutput) -> None:
 
 
 @main.command()
-@click.argument("dest", type=click.Path(path_type=Path))
+@click.argument("dest", type=click.Path(path_type=Path), callback=command_output)
 @task_option()
 @click.option("--reference", is_flag=True, help="Write the known-good reference, not the starter.")
 @click.option("--language", type=LANGUAGE_CHOICE, default="python", show_default=True)
@@ -439,6 +440,7 @@ def site() -> None:
     "--output",
     required=True,
     type=click.Path(path_type=Path, file_okay=False),
+    callback=command_output,
     help="The new site folder (must not exist).",
 )
 @site_pages_options()
@@ -497,6 +499,7 @@ def site_serve(reports: tuple[Path, ...], port: int, pages: SitePages) -> None:
     type=click.Path(path_type=Path, file_okay=False),
     default=Path("site"),
     show_default=True,
+    callback=command_output,
     help="The new site folder (must not exist).",
 )
 @quiet_option("Print only the final lines.")

@@ -6,9 +6,7 @@ and its exit code (0 accepted, 1 rejected, 2 invalid, 130 cancelled) go through 
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from evalarc.terminal import terminal_text
 
 _PUBLISHED = "evalarc.published"
 _DEBUG = "evalarc.debug"
+_STARTED = "evalarc.started"
 
 
 def echo(message: str, err: bool = False) -> None:
@@ -53,11 +52,9 @@ def fail(message: str, code: ExitCode = ExitCode.INVALID) -> NoReturn:
 def cancelled_at_exit() -> NoReturn:
     """Exit 130 for a KeyboardInterrupt that escaped the command group (one that arrived while
     the program was already exiting): ignore further cancelling signals, say "cancelled" once."""
-    if threading.current_thread() is threading.main_thread():
-        from evalarc.bundle import CANCELLING_SIGNALS
+    from evalarc.cancel import ignore
 
-        for number in CANCELLING_SIGNALS:
-            signal.signal(number, signal.SIG_IGN)
+    ignore()
     if not _CANCELLED_SAID:
         note("cancelled")
     sys.exit(int(ExitCode.CANCELLED))
@@ -98,6 +95,10 @@ def emit(outcome: Outcome, to: Emission = TEXT) -> NoReturn:
     its code."""
     if outcome.published:
         published(outcome.code)
+    else:
+        from evalarc.cancel import check
+
+        check()  # a cancel swallowed where Python could not raise it still cancels
     if to.markdown is not None and outcome.markdown is not None:
         append_text(to.markdown, outcome.markdown)
     for message in outcome.notes:
@@ -145,6 +146,7 @@ class Group(click.Group):
         except EvalArcError as error:
             if ctx.meta.get(_DEBUG):
                 raise
+            _cancelled_anyway(ctx)
             fail(error.message, error.exit_code)
         except click.UsageError as error:
             # A bad argument (a folder where a file goes, a missing file name) is refused like
@@ -154,42 +156,48 @@ class Group(click.Group):
         except KeyboardInterrupt:
             # Cancelled and cleaned up: another Ctrl-C (users press it again) must not turn the
             # exit code 130 into a death by signal while the interpreter shuts down.
-            if threading.current_thread() is threading.main_thread():
-                from evalarc.bundle import CANCELLING_SIGNALS
+            from evalarc.cancel import ignore
 
-                for number in CANCELLING_SIGNALS:
-                    signal.signal(number, signal.SIG_IGN)
+            ignore()
             done = ctx.meta.get(_PUBLISHED)
             if isinstance(done, int):
                 # Too late to cancel: the output is complete and published, its result stands.
                 sys.exit(done)
             fail("cancelled", ExitCode.CANCELLED)
+        except Exception:
+            _cancelled_anyway(ctx)
+            raise
+        finally:
+            if ctx.parent is None and _STARTED in ctx.meta:
+                from evalarc.cancel import end
+
+                if end():
+                    note("a cancel arrived after the output was published: its result stands")
+
+
+def _cancelled_anyway(ctx: click.Context) -> None:
+    """After a cancel, another error is its consequence (Python turns a KeyboardInterrupt raised
+    while a class is being created into a RuntimeError; a cleanup fails half-way): the command
+    ends as cancelled, exit 130, unless ``--debug`` asks for the traceback."""
+    from evalarc.cancel import ignore, requested
+
+    if requested() and not ctx.meta.get(_DEBUG):
+        ignore()
+        fail("cancelled", ExitCode.CANCELLED)
 
 
 def start(ctx: click.Context, *, debug: bool) -> None:
-    """What the ``evalarc`` group does before any command: remember ``--debug``, let SIGTERM
-    and SIGHUP cancel like Ctrl-C, and make the output streams escape what they cannot encode."""
+    """What the ``evalarc`` group does before any command: remember ``--debug``, let Ctrl-C,
+    SIGTERM and SIGHUP cancel it (:mod:`evalarc.cancel`), and make the output streams escape
+    what they cannot encode."""
     ctx.meta[_DEBUG] = debug
-    _cancel_on_signals()
+    from evalarc.cancel import install  # not imported for --help (startup time)
+
+    install()
+    ctx.meta[_STARTED] = True
     # Text from strangers may hold lone surrogates (legal in JSON): print them escaped rather than
     # dying on UnicodeEncodeError; in JSON output the escape is the value's own JSON spelling.
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-
-
-def _cancel(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def _cancel_on_signals() -> None:
-    """SIGTERM and SIGHUP (a CI runner stopping a job, a closed terminal) cancel a command as
-    Ctrl-C does: cleanup runs, nothing half-written is left, exit 130."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    from evalarc.bundle import CANCELLING_SIGNALS  # not imported for --help (startup time)
-
-    for number in CANCELLING_SIGNALS:
-        if number != signal.SIGINT and signal.getsignal(number) is signal.SIG_DFL:
-            signal.signal(number, _cancel)

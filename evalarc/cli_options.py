@@ -88,6 +88,18 @@ def bundle(keyword: str, parse: Callable[..., Any], *options: Callable[[Any], An
 # -- output: --output FOLDER, --markdown FILE, --json ----------------------------------------
 
 
+def command_output(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """Callback of the option naming the folder a command publishes as its result: declared,
+    so a cancel that arrives once it is published cannot undo the result (the command still
+    exits with its own code; see :mod:`evalarc.cancel`)."""
+    del param
+    if value is not None and not ctx.resilient_parsing:
+        from evalarc.cancel import declare_output
+
+        declare_output(value)
+    return value
+
+
 @dataclass(frozen=True)
 class ReportOutput(Emission):
     """Where a report command's result goes: a new report folder, the Markdown summary file,
@@ -118,6 +130,7 @@ def report_output_options(
             click.option(
                 "--output",
                 type=click.Path(path_type=Path, file_okay=False),
+                callback=command_output,
                 help=REPORT_FOLDER_HELP,
             )
         )
@@ -438,6 +451,7 @@ def run_folder_option(default: Path, help_text: str) -> Decorator:
         type=click.Path(path_type=Path),
         default=default,
         show_default=True,
+        callback=command_output,
         help=help_text,
     )
 

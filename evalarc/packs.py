@@ -14,9 +14,7 @@ import hashlib
 import importlib.util
 import math
 import os
-import shutil
 import sys
-import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +26,7 @@ from types import ModuleType
 from typing import Any, Protocol, cast
 
 from evalarc import __version__, schemas
+from evalarc.bundle import staged_folder
 from evalarc.errors import EnvironmentFailure, InputError, OutputError, UsageError
 from evalarc.resources import bundled_dir
 from evalarc.runtime.protocol import Backend, CaseRun, Limits, Transcript
@@ -668,20 +667,13 @@ def _publish(files: Mapping[str, bytes], dest: Path) -> None:
     parent = dest.parent
     if not parent.is_dir():
         raise OutputError(f"{dest}: parent folder {parent} does not exist")
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.staging-", dir=parent))
-    try:
-        staging.chmod(0o755)
+    # Staged beside dest and published by one rename: a failure or a cancel leaves nothing.
+    with staged_folder(dest) as staging:
         for relative, content in files.items():
             target = staging / relative
             target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
             target.write_bytes(content)
             target.chmod(0o644)
-        if os.path.lexists(dest):
-            raise OutputError(f"{dest} already exists")
-        staging.rename(dest)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 # -- evaluation ------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from evalarc import __version__
-from evalarc.bundle import CANCELLING_SIGNALS
+from evalarc.cancel import CANCELLING_SIGNALS
 from evalarc.canonical import sha256_text
 from evalarc.errors import EnvironmentFailure, EvalArcError, InputError
 from evalarc.packs import CaseRecording, Pack, PackCase, grader_sha256, load_pack, run_case

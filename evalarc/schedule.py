@@ -37,7 +37,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from evalarc.bundle import signals_held
+from evalarc.cancel import signals_held
 from evalarc.canonical import JSONValue
 from evalarc.packs import (
     CaseRecording,

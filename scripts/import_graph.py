@@ -132,6 +132,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "base",
         (
+            "evalarc.cancel",
             "evalarc.canonical",
             "evalarc.errors",
             "evalarc.schemas",

@@ -174,9 +174,10 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 
 @pytest.fixture(autouse=True)
 def _cancelling_signals_restored() -> Iterator[None]:
-    """A command run in-process that was cancelled sets SIGINT, SIGTERM and SIGHUP to ignored
-    (so a second Ctrl-C cannot kill it while it exits); put them back after each test, or every
-    later child process of this worker would inherit an ignored Ctrl-C."""
+    """A command run in-process installs its cancel handlers, and one that was cancelled (or
+    published its output) sets SIGINT, SIGTERM and SIGHUP to ignored so a second Ctrl-C cannot
+    kill it while it exits: put them back after each test, or every later child process of this
+    worker would inherit an ignored Ctrl-C."""
     import signal as _signal
 
     names = ("SIGINT", "SIGTERM", "SIGHUP")

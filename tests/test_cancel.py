@@ -1,12 +1,15 @@
-"""Ctrl-C during a replayed audit and during ``evalarc demo``: exit 130, nothing left behind.
+"""Ctrl-C during a replayed audit, and Ctrl-C, SIGTERM or SIGHUP during ``evalarc demo``: exit
+130, nothing left behind.
 
 Each run is a real ``evalarc`` process in its own process group (as a terminal runs it); SIGINT
-goes to the whole group, like Ctrl-C. Every run gets its own empty TMPDIR and an output path in an
-empty folder, so a leftover output, staging folder or temporary file is seen. The points are
-spread over the run: a replayed audit is interrupted at 24 points, just after each of its progress
+goes to the whole group, like Ctrl-C; SIGTERM and SIGHUP go to the process, as ``kill`` and a
+closed terminal send them. Every run gets its own empty TMPDIR and an output path in an empty
+folder, so a leftover output, staging folder or temporary file is seen. The points are spread
+over the run: a replayed audit is interrupted at 24 points, just after each of its progress
 lines (a control starting or ending) but the last two, the demo just after each of its nine phases
-starts. A run that finished before the signal landed must have written its complete folder; at
-least 20 runs must actually be cancelled. ``pytest -s`` prints the table of runs.
+starts (with each of the three signals). A run that finished before the signal landed must have
+written its complete folder; at least 20 runs must actually be cancelled. ``pytest -s`` prints
+the table of runs.
 """
 
 from __future__ import annotations
@@ -76,10 +79,18 @@ def _finish(process: subprocess.Popen[bytes], timeout: float) -> str:
     return stderr.decode("utf-8", "replace")
 
 
-def _interrupt(process: subprocess.Popen[bytes], out: Path, temp: Path, delay: float) -> Outcome:
+def _interrupt(
+    process: subprocess.Popen[bytes],
+    out: Path,
+    temp: Path,
+    delay: float,
+    signum: int = signal.SIGINT,
+) -> Outcome:
     delivered = process.poll() is None
-    if delivered:
-        os.killpg(process.pid, signal.SIGINT)
+    if delivered and signum == signal.SIGINT:
+        os.killpg(process.pid, signum)
+    elif delivered:
+        process.send_signal(signum)
     rest = _finish(process, timeout=120)
     code = process.returncode
     return Outcome(
@@ -141,7 +152,8 @@ def test_ctrl_c_at_many_points_of_a_replayed_audit(tmp_path: Path) -> None:
         assert "evalarc: cancelled" in outcome.stderr, outcome
 
 
-def test_ctrl_c_in_every_phase_of_the_demo(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_cancel_in_every_phase_of_the_demo(tmp_path: Path, signum: int) -> None:
     outcomes = []
     for number, phase in enumerate(DEMO_PHASES):
         process, out, temp = _start(["demo"], tmp_path / f"demo-{number}")
@@ -153,8 +165,8 @@ def test_ctrl_c_in_every_phase_of_the_demo(tmp_path: Path) -> None:
                 break
         delay = 0.05 * (number % 4)
         time.sleep(delay)
-        outcomes.append(_interrupt(process, out, temp, delay))
-        print(f"demo {phase!r}: {_row(outcomes[-1])}")
+        outcomes.append(_interrupt(process, out, temp, delay, signum))
+        print(f"demo {phase!r}, {signal.Signals(signum).name}: {_row(outcomes[-1])}")
     assert len(outcomes) == len(DEMO_PHASES)
     for outcome in outcomes:
         assert outcome.delivered, outcome

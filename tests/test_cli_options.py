@@ -212,7 +212,7 @@ def test_a_cancel_escaping_the_group_still_exits_130_and_says_so_once(
     import signal
 
     from evalarc import cli, cli_emit
-    from evalarc.bundle import CANCELLING_SIGNALS
+    from evalarc.cancel import CANCELLING_SIGNALS
 
     def interrupted() -> None:
         raise KeyboardInterrupt

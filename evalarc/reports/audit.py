@@ -37,6 +37,7 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
+from evalarc.cancel import signals_held
 from evalarc.canonical import JSONValue, compact_json
 from evalarc.clock import now_utc
 from evalarc.errors import EvalArcError, ExitCode, OutputError, UsageError, VerificationError
@@ -89,10 +90,10 @@ from evalarc.reports.run_folder import (
     RecordingWriter,
     case_progress_line,
     make_parents,
+    make_work_folder,
     recording_index,
     remove_empty,
     stamp_event,
-    uninterruptible,
 )
 from evalarc.resources import bundled_dir
 from evalarc.review.audit import (
@@ -470,18 +471,19 @@ def run_audit(
     pack = resolved.pack
     if output.exists() or output.is_symlink():
         raise OutputError(f"output folder {output} already exists; choose a new one")
-    created_parents = make_parents(output.parent)
     sweep_work_folders(temp_root)
     progress = Progress(on_event, stamp_event)
     controls: list[Control] = []
+    created_parents: list[Path] = []
+    made: list[Path] = []
     published = False
     try:
-        work = Path(tempfile.mkdtemp(prefix="evalarc-audit-", dir=temp_root))
-    except OSError as error:
-        remove_empty(created_parents)
-        raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
-    owner = claim_work_folder(work)
-    try:
+        # Held: a cancel cannot land between making a folder and owning its removal.
+        with signals_held():
+            created_parents = make_parents(output.parent)
+            made.append(make_work_folder("evalarc-audit-", temp_root))
+        work = made[0]
+        owner = claim_work_folder(work)
         controls = prepare_controls(pack, options.language, work)
         if options.backend == "replay":
             store = open_store(options.recordings or bundled_dir(RECORDINGS_DIR))
@@ -535,11 +537,12 @@ def run_audit(
                 foreign.update(control.backend.foreign_graders)
         return AuditResult(audit, output, divergences, sorted(foreign), notes)
     finally:
-        with uninterruptible():
+        with signals_held():  # a second Ctrl-C cannot strand a container
             for control in controls:
                 if control.backend is not None and not isinstance(control.backend, ReplayBackend):
                     close_backend(control.backend)
-            shutil.rmtree(work, ignore_errors=True)
+            for folder in made:
+                shutil.rmtree(folder, ignore_errors=True)
             if not published:
                 remove_empty(created_parents)
 

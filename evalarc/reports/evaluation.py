@@ -35,13 +35,13 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
+from evalarc.cancel import signals_held
 from evalarc.canonical import JSONValue, compact_json
 from evalarc.clock import now_utc
 from evalarc.errors import (
     EvalArcError,
     ExitCode,
     InputError,
-    OutputError,
     UsageError,
     VerificationError,
 )
@@ -96,10 +96,10 @@ from evalarc.reports.run_folder import (
     case_progress_line,
     check_output,
     make_parents,
+    make_work_folder,
     recording_index,
     remove_empty,
     stamp_event,
-    uninterruptible,
 )
 from evalarc.runtime.owner import claim_work_folder, sweep_work_folders
 from evalarc.runtime.protocol import Backend, Limits
@@ -254,18 +254,19 @@ def run_evaluate(
     check_output(output, candidate)
     if not candidate.is_dir():
         raise InputError(f"candidate {candidate}: not a directory")
-    created_parents = make_parents(output.parent)
     sweep_work_folders(temp_root)
     backend: Backend | None = None
-    try:
-        work = Path(tempfile.mkdtemp(prefix="evalarc-evaluate-", dir=temp_root))
-    except OSError as error:
-        remove_empty(created_parents)
-        raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
+    created_parents: list[Path] = []
+    made: list[Path] = []
     published = False
     progress = Progress(on_event, stamp_event)
-    owner = claim_work_folder(work)
     try:
+        # Held: a cancel cannot land between making a folder and owning its removal.
+        with signals_held():
+            created_parents = make_parents(output.parent)
+            made.append(make_work_folder("evalarc-evaluate-", temp_root))
+        work = made[0]
+        owner = claim_work_folder(work)
         snapshot = snapshot_candidate(candidate, work / "snapshot", list(pack.default_command))
         refuse_active_files(snapshot.path, candidate)
         subject = Subject(None, snapshot.sha256)
@@ -317,10 +318,11 @@ def run_evaluate(
         notes = replay_notes(backend) if backend is not None else executor_notes(executor)
         return EvaluationResult(run.report, output, notes)
     finally:
-        with uninterruptible():
+        with signals_held():  # a second Ctrl-C cannot strand a container
             if backend is not None:
                 close_backend(backend)
-            shutil.rmtree(work, ignore_errors=True)
+            for folder in made:
+                shutil.rmtree(folder, ignore_errors=True)
             if not published:
                 remove_empty(created_parents)
 

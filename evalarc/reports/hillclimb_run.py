@@ -45,6 +45,7 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
+from evalarc.cancel import signals_held
 from evalarc.canonical import pretty_json, sha256_bytes, sha256_file
 from evalarc.clock import timestamp
 from evalarc.errors import (
@@ -1064,15 +1065,17 @@ def run_hillclimb_loop(
         loop.run(show)
         report = loop.finish()
     except BaseException as error:
-        # Leave the workspace as last kept and record why the loop stopped, then re-raise.
-        loop.status = "failed"
-        loop.extra["error"] = (
-            error.message if isinstance(error, EvalArcError) else type(error).__name__
-        )
-        try:
-            restore_allowed(loop.workspace, config.allow, loop.kept_files)
-        finally:
-            loop.write_loop()
+        # Leave the workspace as last kept and record why the loop stopped, then re-raise; a
+        # second Ctrl-C waits until both are done (else loop.json.partial could be left).
+        with signals_held():
+            loop.status = "failed"
+            loop.extra["error"] = (
+                error.message if isinstance(error, EvalArcError) else type(error).__name__
+            )
+            try:
+                restore_allowed(loop.workspace, config.allow, loop.kept_files)
+            finally:
+                loop.write_loop()
         raise
     return LoopResult(
         output=output,

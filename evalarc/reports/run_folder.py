@@ -5,10 +5,9 @@ written as cases finish, and the event lines.
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+import tempfile
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -101,17 +100,12 @@ def stamp_event(event: Mapping[str, Any]) -> dict[str, Any]:
     return {"schema_version": EVENT_SCHEMA, "created_at": now_utc().isoformat(), **event}
 
 
-@contextmanager
-def uninterruptible() -> Iterator[None]:
-    """Hold off Ctrl-C while cleaning up, so a second interrupt cannot strand a container."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+def make_work_folder(prefix: str, temp_root: Path | None) -> Path:
+    """A new private work folder under ``temp_root`` (default: the system's temporary folder)."""
     try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=temp_root))
+    except OSError as error:
+        raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
 
 
 def make_parents(folder: Path) -> list[Path]:

@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from evalarc.cancel import Cancelled
 from evalarc.errors import EvalArcError, OutputError
 from evalarc.pages.case_views import CHUNK_DIR
 from evalarc.resources import bundled_dir
@@ -95,7 +96,7 @@ class _Builds:
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+    raise Cancelled(signum)  # never a bare KeyboardInterrupt: see evalarc.cancel.Cancelled
 
 
 def _snapshot(paths: Sequence[Path]) -> frozenset[tuple[str, int, int]]:
