@@ -143,7 +143,10 @@ def report_output_options(
     if junit_help is not None:
         options.append(
             click.option(
-                "--junit", type=click.Path(path_type=Path, dir_okay=False), help=junit_help
+                "--junit",
+                type=click.Path(path_type=Path, dir_okay=False),
+                callback=command_output,
+                help=junit_help,
             )
         )
     options.append(click.option("--json", "as_json", is_flag=True, help=json_help))

@@ -29,6 +29,7 @@ from evalarc.bundle import (
     write_streamed,
     write_text,
 )
+from evalarc.cancel import publishing, signals_held
 from evalarc.clock import timestamp
 from evalarc.errors import InputError, OutputError, VerificationError
 from evalarc.formats import Run, load_results
@@ -90,50 +91,60 @@ def run_diff(
     report = diff_report(
         baseline, current, request.options, split=split, harness=harness, created_at=timestamp()
     )
-    staged = _stage_junit(junit, report, baseline, current) if junit is not None else None
+    staged_files: list[Path] = []
     try:
+        staged = None
+        if junit is not None:
+            staged = _stage_junit(junit, report, baseline, current, staged_files)
         with _open_for_append(markdown) as summary:
             if output is not None:
                 write_diff_folder(output, request, report, baseline, current, split, harness)
             if staged is not None and junit is not None:
-                try:
-                    os.replace(staged, junit)
-                except OSError as error:
-                    raise OutputError(
-                        f"cannot write JUnit XML to {junit}: {error.strerror or error}"
-                    ) from None
+                # Declared output: once renamed into place a late cancel keeps it (exit code
+                # stands), and a cancel before the rename publishes nothing.
+                with publishing(junit):
+                    try:
+                        os.replace(staged, junit)
+                    except OSError as error:
+                        raise OutputError(
+                            f"cannot write JUnit XML to {junit}: {error.strerror or error}"
+                        ) from None
             if summary is not None:
                 text = markdown_summary(report)
                 summary.write(text if text.endswith("\n") else text + "\n")
     finally:
-        if staged is not None:
-            staged.unlink(missing_ok=True)
+        for leftover in staged_files:
+            leftover.unlink(missing_ok=True)
     return report
 
 
-def _stage_junit(path: Path, report: DiffReport, baseline: Run, current: Run) -> Path:
-    """Write the JUnit XML into a temporary sibling of ``path`` (published by a rename)."""
+def _stage_junit(
+    path: Path, report: DiffReport, baseline: Run, current: Run, staged: list[Path]
+) -> Path:
+    """Write the JUnit XML into a temporary sibling of ``path`` (published by a rename); the
+    sibling is put in ``staged`` the moment it exists, for the caller to remove whatever
+    happens next."""
     from evalarc.reports.diff_junit import write_junit_document
 
     if path.is_dir():
         raise OutputError(f"cannot write JUnit XML to {path}: it is a folder")
     parent = path.parent if str(path.parent) else Path(".")
-    try:
-        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=parent)
-    except OSError as error:
-        raise OutputError(f"cannot write JUnit XML to {path}: {error.strerror or error}") from None
-    temporary = Path(name)
+    # No cancel may land between making the file and owning its removal.
+    with signals_held():
+        try:
+            handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=parent)
+        except OSError as error:
+            raise OutputError(
+                f"cannot write JUnit XML to {path}: {error.strerror or error}"
+            ) from None
+        temporary = Path(name)
+        staged.append(temporary)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             write_junit_document(report, baseline, current, stream.write)
         os.chmod(temporary, 0o644)
-    except BaseException as error:
-        temporary.unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise OutputError(
-                f"cannot write JUnit XML to {path}: {error.strerror or error}"
-            ) from None
-        raise
+    except OSError as error:
+        raise OutputError(f"cannot write JUnit XML to {path}: {error.strerror or error}") from None
     return temporary
 
 
