@@ -165,7 +165,16 @@ class Later:
     make: Callable[[], bytes]
 
 
-Derived = dict[str, bytes | Later | Callable[[bytes], str | None]]
+@dataclass(frozen=True, slots=True)
+class TextStream:
+    """A derived text file made as a stream (an eval-health's case lines run to tens of
+    megabytes): ``write_to`` writes its text through the function it is given, and the file is
+    compared with it piece by piece (:meth:`EvidenceFolder.matches_text`)."""
+
+    write_to: Callable[[Callable[[str], object]], None]
+
+
+Derived = dict[str, bytes | Later | TextStream | Callable[[bytes], str | None]]
 
 
 def text_bytes(text: str) -> bytes:

@@ -39,6 +39,7 @@ from evalarc.bundle import (
     Derived,
     EvidenceFolder,
     Later,
+    TextStream,
     is_active,
     load_report_head,
     load_report_json,
@@ -267,12 +268,16 @@ def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderV
             continue
         if name not in tree:
             raise VerificationError(f"{prefix}{name} is missing")
-        data = folder.read_bytes(name)
-        if isinstance(expected, Later):
-            expected = expected.make()
-        problem = expected(data) if callable(expected) else None
-        if problem is None and not callable(expected) and data != expected:
-            problem = f"{name} differs from the one rendered again from the verified report"
+        differs = f"{name} differs from the one rendered again from the verified report"
+        if isinstance(expected, TextStream):
+            problem = None if folder.matches_text(name, expected.write_to) else differs
+        else:
+            data = folder.read_bytes(name)
+            if isinstance(expected, Later):
+                expected = expected.make()
+            problem = expected(data) if callable(expected) else None
+            if problem is None and not callable(expected) and data != expected:
+                problem = differs
         if problem is not None:
             raise VerificationError(problem)
         regenerated.add(name)

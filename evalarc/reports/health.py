@@ -9,7 +9,7 @@ order given), ``cases.json`` (with ``--cases``), ``params.json``, ``health.json`
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,12 +18,14 @@ from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
     EvidenceFolder,
+    TextStream,
     copy_suffix,
     copy_verified,
     params_document,
     recorded_object,
     staged_folder,
     text_bytes,
+    write_bytes,
     write_json,
     write_text,
 )
@@ -33,9 +35,9 @@ from evalarc.errors import OutputError, VerificationError
 from evalarc.formats import Run, load_results
 from evalarc.formats.manifest import CaseManifest, load_manifest
 from evalarc.formats.model import Source
-from evalarc.pages.view import PageView
+from evalarc.pages.view import PageView, render_view
 from evalarc.reports.health_text import markdown_summary
-from evalarc.reports.kind import ReportKind, write_page
+from evalarc.reports.kind import PAGE_FILE, ReportKind
 from evalarc.reports.recorded_inputs import recorded_run
 from evalarc.review.health import MAX_INPUTS, HealthOptions, compute_health
 from evalarc.review.health_model import HEALTH_SCHEMA, HealthReport
@@ -148,7 +150,9 @@ def write_health_folder(
         write_json(folder / REPORT_FILE, recorded)
         _write_case_lines(folder / CASE_LINES_FILE, runs)
         write_text(folder / "summary.md", markdown_summary(report))
-        write_page(folder, KIND, params, recorded)
+        # The page as verify and a site build it (_page), from the last run already read
+        # instead of a third read of its file.
+        write_bytes(folder / PAGE_FILE, text_bytes(render_view(_page(report, runs[-1]), home=None)))
 
 
 # -- verify -----------------------------------------------------------------------------------
@@ -197,20 +201,22 @@ def derived_health_files(
     report = HealthReport.from_json(recorded, REPORT_FILE)
     options = HealthOptions.from_params(params, PARAMS_FILE)
     fmt = str(params.get("format"))
-    runs = [
-        recorded_run(folder, entry, saved, fmt, options.threshold)
-        for entry, saved in zip(params["inputs"], recorded["runs"], strict=True)
-    ]
-    lines = "".join(compact_json(record) + "\n" for run in runs for record in case_lines(run))
+
+    def write_lines(write: Callable[[str], object]) -> None:
+        # Each input is read when its lines are compared, one at a time, and let go after.
+        for entry, saved in zip(params["inputs"], recorded["runs"], strict=True):
+            run = recorded_run(folder, entry, saved, fmt, options.threshold)
+            for record in case_lines(run):
+                write(compact_json(record) + "\n")
+            del run
+
     return {
-        CASE_LINES_FILE: text_bytes(lines),
+        CASE_LINES_FILE: TextStream(write_lines),
         "summary.md": text_bytes(markdown_summary(report)),
     }
 
 
 def page_view(folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str, Any]) -> PageView:
-    from evalarc.pages.health import build_health_page
-
     report = HealthReport.from_json(recorded, REPORT_FILE)
     # The page shows the last file's recorded outputs, read from the folder's own copy, which
     # must be the bytes the report's last run was computed from.
@@ -221,7 +227,14 @@ def page_view(folder: EvidenceFolder, params: dict[str, Any], recorded: dict[str
         str(params["format"]),
         HealthOptions.from_params(params, PARAMS_FILE).threshold,
     )
-    page = build_health_page(report, run)
+    return _page(report, run)
+
+
+def _page(report: HealthReport, last_run: Run) -> PageView:
+    """The page of a health report and its last run: a folder's, verify's and a site's alike."""
+    from evalarc.pages.health import build_health_page
+
+    page = build_health_page(report, last_run)
     return PageView("health.html.j2", "Eval health", page.verdict_title, page)
 
 

@@ -12,8 +12,9 @@ and ``evalarc verify`` get identical results from identical inputs. The report i
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,24 +260,29 @@ class _CheckRow:
 
 @dataclass(frozen=True)
 class _RunTable:
-    """A run with every (case, check) tallied once, in sorted order; the findings share it."""
+    """A run's (case, check) rows in sorted order, for the findings to walk: each walk tallies
+    the rows as it goes (a run of half a million cases would hold 130 MB of rows)."""
 
     run: Run
-    rows: list[_CheckRow]
+    case_ids: list[str]
+    """The run's case ids, sorted once."""
 
     @property
     def name(self) -> str:
         return self.run.source.name
 
+    @property
+    def rows(self) -> Iterator[_CheckRow]:
+        cases = self.run.cases
+        for case_id in self.case_ids:
+            checks = cases[case_id]
+            for check in sorted(checks):
+                attempts = checks[check]
+                yield _CheckRow(case_id, check, attempts, tally(attempts))
+
 
 def _table(run: Run) -> _RunTable:
-    rows = []
-    for case_id in sorted(run.cases):
-        checks = run.cases[case_id]
-        for check in sorted(checks):
-            attempts = checks[check]
-            rows.append(_CheckRow(case_id, check, attempts, tally(attempts)))
-    return _RunTable(run, rows)
+    return _RunTable(run, sorted(run.cases))
 
 
 def _sum_usage(run: Run, metric: str) -> tuple[float | None, int]:
@@ -400,23 +406,49 @@ def _saturated(
     ]
 
 
-def _pooled(tables: Sequence[_RunTable]) -> dict[tuple[str, str], Tally]:
-    pooled: dict[tuple[str, str], Tally] = {}
-    for table in tables:
-        for row in table.rows:
-            counts = row.counts
-            before = pooled.get((row.case_id, row.check))
-            if before is not None:
+class _Pooled(Mapping[tuple[str, str], Tally]):
+    """Each (case, check) of any run with its tallies summed over every run, in sorted order:
+    worked out when read (a dict of every pair of two half-million-case runs held 85 MB, and
+    its sorted copy as much again)."""
+
+    def __init__(self, tables: Sequence[_RunTable]) -> None:
+        self._tables = tables
+
+    def __getitem__(self, key: tuple[str, str]) -> Tally:
+        case_id, check = key
+        total: Tally | None = None
+        for table in self._tables:
+            checks = table.run.cases.get(case_id)
+            attempts = checks.get(check) if checks is not None else None
+            if attempts is None:
+                continue
+            counts = tally(attempts)
+            if total is not None:
                 counts = Tally(
-                    before.passed + counts.passed,
-                    before.assessed + counts.assessed,
-                    before.attempts + counts.attempts,
+                    total.passed + counts.passed,
+                    total.assessed + counts.assessed,
+                    total.attempts + counts.attempts,
                 )
-            pooled[(row.case_id, row.check)] = counts
-    return dict(sorted(pooled.items()))
+            total = counts
+        if total is None:
+            raise KeyError(key)
+        return total
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        keys = heapq.merge(
+            *(((row.case_id, row.check) for row in table.rows) for table in self._tables)
+        )
+        previous: tuple[str, str] | None = None
+        for key in keys:
+            if key != previous:
+                yield key
+                previous = key
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
-def _always_failing(pooled: dict[tuple[str, str], Tally], files: int) -> list[Finding]:
+def _always_failing(pooled: Mapping[tuple[str, str], Tally], files: int) -> list[Finding]:
     items = [
         _item(case_id, check, counts)
         for (case_id, check), counts in pooled.items()
@@ -898,7 +930,7 @@ def _provenance_findings(provenance: Provenance | None) -> list[Finding]:
 
 def failure_triage(
     last: Run,
-    pooled: dict[tuple[str, str], Tally],
+    pooled: Mapping[tuple[str, str], Tally],
     inconsistent_checks: set[tuple[str, str]],
 ) -> list[TriageEntry]:
     """Sort every failing case of the last file into the first triage category that applies.
@@ -933,7 +965,7 @@ def failure_triage(
 def _triage_category(
     case_id: str,
     failing: dict[str, Tally],
-    pooled: dict[tuple[str, str], Tally],
+    pooled: Mapping[tuple[str, str], Tally],
     inconsistent_checks: set[tuple[str, str]],
     truncated_cases: set[str],
 ) -> str:
@@ -1029,11 +1061,12 @@ def compute_health(
     last = runs[-1]
     last_summary = summaries[-1]
     noise = noise_review(last_summary.passed, last_summary.assessed, options.min_effect)
-    pooled = _pooled(tables)
+    pooled = _Pooled(tables)
     inconsistent = _inconsistent_outputs(tables)
     steps = _capability_order(runs, summaries, options.ordered)
-    all_cases = sorted({case for run in runs for case in run.cases})
-    provenance = review_provenance(manifest, all_cases) if manifest is not None else None
+    provenance = None
+    if manifest is not None:
+        provenance = review_provenance(manifest, sorted({c for run in runs for c in run.cases}))
     size = size_review(runs)
 
     findings: list[Finding] = [
