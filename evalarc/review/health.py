@@ -406,19 +406,19 @@ def _saturated(
     ]
 
 
-class _Pooled(Mapping[tuple[str, str], Tally]):
-    """Each (case, check) of any run with its tallies summed over every run, in sorted order:
-    worked out when read (a dict of every pair of two half-million-case runs held 85 MB, and
-    its sorted copy as much again)."""
+class PooledTallies(Mapping[tuple[str, str], Tally]):
+    """Each (case, check) of any of ``runs`` with its tallies summed over every run, in sorted
+    order, worked out when read: a lookup sums over the runs, an iteration merges their sorted
+    pairs (a dict of every pair of two half-million-case runs held 85 MB)."""
 
-    def __init__(self, tables: Sequence[_RunTable]) -> None:
-        self._tables = tables
+    def __init__(self, runs: Sequence[Run]) -> None:
+        self._runs = runs
 
     def __getitem__(self, key: tuple[str, str]) -> Tally:
         case_id, check = key
         total: Tally | None = None
-        for table in self._tables:
-            checks = table.run.cases.get(case_id)
+        for run in self._runs:
+            checks = run.cases.get(case_id)
             attempts = checks.get(check) if checks is not None else None
             if attempts is None:
                 continue
@@ -435,17 +435,21 @@ class _Pooled(Mapping[tuple[str, str], Tally]):
         return total
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
-        keys = heapq.merge(
-            *(((row.case_id, row.check) for row in table.rows) for table in self._tables)
-        )
         previous: tuple[str, str] | None = None
-        for key in keys:
+        for key in heapq.merge(*(_sorted_pairs(run) for run in self._runs)):
             if key != previous:
                 yield key
                 previous = key
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+def _sorted_pairs(run: Run) -> Iterator[tuple[str, str]]:
+    cases = run.cases
+    for case_id in sorted(cases):
+        for check in sorted(cases[case_id]):
+            yield case_id, check
 
 
 def _always_failing(pooled: Mapping[tuple[str, str], Tally], files: int) -> list[Finding]:
@@ -1061,7 +1065,7 @@ def compute_health(
     last = runs[-1]
     last_summary = summaries[-1]
     noise = noise_review(last_summary.passed, last_summary.assessed, options.min_effect)
-    pooled = _Pooled(tables)
+    pooled = PooledTallies(runs)
     inconsistent = _inconsistent_outputs(tables)
     steps = _capability_order(runs, summaries, options.ordered)
     provenance = None

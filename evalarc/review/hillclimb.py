@@ -30,7 +30,12 @@ from evalarc.formats.model import Attempt, Run
 from evalarc.formats.split import CaseSplit
 from evalarc.review.diff import check_comparable
 from evalarc.review.diff_model import BLOCKING_KINDS, Leakage, Pool
-from evalarc.review.health import TRIAGE_NEXT_STEPS, failure_triage, noise_review
+from evalarc.review.health import (
+    TRIAGE_NEXT_STEPS,
+    PooledTallies,
+    failure_triage,
+    noise_review,
+)
 from evalarc.review.health_model import TRIAGE_CATEGORIES
 from evalarc.review.hillclimb_model import (
     HILLCLIMB_SCHEMA,
@@ -51,7 +56,7 @@ from evalarc.review.hillclimb_model import (
     TuningFailure,
 )
 from evalarc.review.leakage import MIN_LEAK_CHARS, scan_leakage
-from evalarc.review.pairing import Tally, compare_checks, same_output_different_verdict, tally
+from evalarc.review.pairing import compare_checks, same_output_different_verdict, tally
 from evalarc.review.split import partition, review_generalization
 from evalarc.review.stats import rounded_interval
 from evalarc.review.usage import COST_METRIC_CHOICES, compare_usage, cost_gate
@@ -204,24 +209,6 @@ def _param_text(params: Mapping[str, Any], key: str, name: str) -> str:
 # -- triage over kept versions (eval-health's rules) -------------------------------------------
 
 
-def _pooled_tallies(history: Sequence[Run]) -> dict[tuple[str, str], Tally]:
-    """(case, check) -> tally pooled over every run of ``history``."""
-    pooled: dict[tuple[str, str], Tally] = {}
-    for run in history:
-        for case_id, checks in run.cases.items():
-            for check, attempts in checks.items():
-                side = tally(attempts)
-                before = pooled.get((case_id, check))
-                if before is not None:
-                    side = Tally(
-                        before.passed + side.passed,
-                        before.assessed + side.assessed,
-                        before.attempts + side.attempts,
-                    )
-                pooled[(case_id, check)] = side
-    return pooled
-
-
 def _inconsistent_checks(run: Run, history: Sequence[Run]) -> set[tuple[str, str]]:
     """(case, check) pairs of ``run`` where one recorded output was graded both pass and fail
     somewhere in ``history``."""
@@ -244,7 +231,7 @@ def triage_cases(run: Run, case_ids: Sequence[str], history: Sequence[Run]) -> l
     versions = list(history)
     if not any(version is run for version in versions):
         versions.append(run)
-    rows = failure_triage(run, _pooled_tallies(versions), _inconsistent_checks(run, versions))
+    rows = failure_triage(run, PooledTallies(versions), _inconsistent_checks(run, versions))
     result: list[TriageRow] = []
     for row in rows:
         if row.case_id not in wanted:
