@@ -34,7 +34,7 @@ import weakref
 import xml.etree.ElementTree as ElementTree
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +88,11 @@ class JUnitCase(Mapping[str, Sequence[Attempt]]):
             raise KeyError(check)
         return self.attempts
 
+    def get(self, check: str, default: Any = None) -> Any:
+        """The attempts of ``check`` (there is one check), else ``default``; without the
+        exception a missing key costs through :class:`Mapping`'s default."""
+        return self.attempts if check == CHECK_NAME else default
+
     def __iter__(self) -> Iterator[str]:
         return iter(_ONE_CHECK)
 
@@ -100,6 +105,8 @@ class JUnitCase(Mapping[str, Sequence[Attempt]]):
     @property
     def metas(self) -> tuple[SampleMeta, ...]:
         """One SampleMeta per attempt: its duration (when recorded) and its verdict."""
+        if self is BARE_PASS:
+            return _BARE_METAS
         return tuple(
             SampleMeta(
                 usage={"duration_seconds": seconds} if seconds is not None else _NO_USAGE,
@@ -229,6 +236,12 @@ class JUnitCases(Mapping[str, Mapping[str, Sequence[Attempt]]]):
             raise KeyError(case_id)
         return expand(self._values[position])
 
+    def get(self, case_id: str, default: Any = None) -> Any:
+        """The test of ``case_id``, else ``default`` (one bisection, no exception: the diff
+        looks up every id of both files)."""
+        position = self._at(case_id)
+        return expand(self._values[position]) if position >= 0 else default
+
     def __contains__(self, case_id: object) -> bool:
         return self._at(case_id) >= 0
 
@@ -238,6 +251,33 @@ class JUnitCases(Mapping[str, Mapping[str, Sequence[Attempt]]]):
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def items(self) -> ItemsView[str, JUnitCase]:
+        return _TestItems(self)
+
+    def values(self) -> ValuesView[JUnitCase]:
+        return _TestValues(self)
+
+    def in_document_order(self) -> Iterator[tuple[str, JUnitCase]]:
+        """Each (id, test), in document order, without looking any id up."""
+        ids = self._ids
+        values = self._values
+        for position in self._order:
+            yield ids[position], expand(values[position])
+
+
+class _TestItems(ItemsView[str, JUnitCase]):
+    _mapping: JUnitCases
+
+    def __iter__(self) -> Iterator[tuple[str, JUnitCase]]:
+        return self._mapping.in_document_order()
+
+
+class _TestValues(ValuesView[JUnitCase]):
+    _mapping: JUnitCases
+
+    def __iter__(self) -> Iterator[JUnitCase]:
+        return (test for _, test in self._mapping.in_document_order())
 
 
 _LAST_READ: list[weakref.ref[JUnitCases]] = []
@@ -255,6 +295,10 @@ class JUnitMetas(Mapping[str, Sequence[SampleMeta]]):
 
     def __getitem__(self, case_id: str) -> tuple[SampleMeta, ...]:
         return self._cases[case_id].metas
+
+    def get(self, case_id: str, default: Any = None) -> Any:
+        test = self._cases.get(case_id)
+        return test.metas if test is not None else default
 
     def __contains__(self, case_id: object) -> bool:
         return case_id in self._cases
@@ -475,6 +519,8 @@ run's verdicts after it is read; a large file holds hundreds of thousands of the
 
 _NO_USAGE: dict[str, float] = {}
 """The usage of every attempt without a recorded duration (shared and read-only, as above)."""
+_BARE_METAS = (SampleMeta(usage=_NO_USAGE, verdicts=_VERDICTS[True]),)
+"""The facts of :data:`BARE_PASS`, made once."""
 
 
 def read_cases(facts: Facts, records: Records) -> tuple[str, JUnitCases]:

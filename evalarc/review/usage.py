@@ -62,17 +62,37 @@ def _paired_usage(baseline: Run, current: Run, case_ids: list[str]) -> dict[str,
         }
         for metric in USAGE_METRICS
     }
+    attempts = [0, 0]
+    present: list[dict[str, int]] = [
+        dict.fromkeys(USAGE_METRICS, 0),
+        dict.fromkeys(USAGE_METRICS, 0),
+    ]
+    # One pass over each attempt's recorded metrics (most files record none or one), not one
+    # pass per metric: a missing count is the attempts less those that recorded it.
     for case_id in case_ids:
-        base_metas = baseline.samples.get(case_id, [])
-        cur_metas = current.samples.get(case_id, [])
-        for metric, entry in result.items():
-            entry["baseline_missing"] += sum(1 for meta in base_metas if metric not in meta.usage)
-            entry["current_missing"] += sum(1 for meta in cur_metas if metric not in meta.usage)
-            for base_meta, cur_meta in zip(base_metas, cur_metas, strict=False):
-                if metric in base_meta.usage and metric in cur_meta.usage:
+        base_metas = baseline.samples.get(case_id, ())
+        cur_metas = current.samples.get(case_id, ())
+        for side, metas in ((0, base_metas), (1, cur_metas)):
+            attempts[side] += len(metas)
+            counts = present[side]
+            for meta in metas:
+                for metric in meta.usage:
+                    if metric in counts:
+                        counts[metric] += 1
+        for base_meta, cur_meta in zip(base_metas, cur_metas, strict=False):
+            base_usage = base_meta.usage
+            if not base_usage:
+                continue
+            cur_usage = cur_meta.usage
+            for metric in USAGE_METRICS:
+                if metric in base_usage and metric in cur_usage:
+                    entry = result[metric]
                     entry["pairs"] += 1
-                    entry["baseline_total"] += base_meta.usage[metric]
-                    entry["current_total"] += cur_meta.usage[metric]
+                    entry["baseline_total"] += base_usage[metric]
+                    entry["current_total"] += cur_usage[metric]
+    for metric, entry in result.items():
+        entry["baseline_missing"] = attempts[0] - present[0][metric]
+        entry["current_missing"] = attempts[1] - present[1][metric]
     return result
 
 
