@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
-from evalarc.errors import EvalArcError, ExitCode, OutputError, UsageError
+from evalarc.errors import EvalArcError, ExitCode, UsageError
 from evalarc.terminal import terminal_text
 
 _PUBLISHED = "evalarc.published"
@@ -123,12 +123,11 @@ def emit(outcome: Outcome, to: Emission = TEXT) -> NoReturn:
 
 
 def append_text(path: Path, text: str) -> None:
-    """Append ``text`` (newline-terminated) to ``path``, e.g. ``$GITHUB_STEP_SUMMARY``."""
-    try:
-        with path.open("a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(text if text.endswith("\n") else text + "\n")
-    except OSError as error:
-        raise OutputError(f"cannot append to {path}: {error.strerror or error}") from None
+    """Append ``text`` (newline-terminated) to ``path``, e.g. ``$GITHUB_STEP_SUMMARY``, whole
+    or not at all."""
+    from evalarc.appending import append_summary
+
+    append_summary(path, text)
 
 
 def published(code: int) -> None:

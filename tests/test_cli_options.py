@@ -233,3 +233,45 @@ def test_a_cancel_escaping_the_group_still_exits_130_and_says_so_once(
     finally:
         for number, handler in saved.items():
             signal.signal(number, handler)
+
+
+@pytest.mark.parametrize("command", ["diff", "eval-health"])
+def test_a_summary_that_cannot_be_written_whole_is_not_appended_at_all(
+    tmp_path: Path, command: str
+) -> None:
+    """A file size limit stops the write part way (the kernel's EFBIG, which Python gets as an
+    error instead of SIGXFSZ): the file keeps exactly what it had and one line names it."""
+    import resource
+    import subprocess
+    import sys
+
+    summary = tmp_path / "summary.md"
+    before = b"# earlier step\n" + b"x" * 500 + b"\n"
+    summary.write_bytes(before)
+    limit = len(before) + 64  # room for the first bytes of the summary, not for all of it
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    args = [command, str(INSPECT / "baseline.json"), str(INSPECT / "current.json")]
+    done = subprocess.run(
+        [sys.executable, "-m", "evalarc.cli", *args, "--markdown", str(summary)],
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"evalarc: cannot append to {summary}: File too large\n"
+    assert summary.read_bytes() == before
+    unlimited = subprocess.run(
+        [sys.executable, "-m", "evalarc.cli", *args, "--markdown", str(summary)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert unlimited.returncode in (0, 1), unlimited.stderr
+    grown = summary.read_bytes()
+    assert grown.startswith(before) and len(grown) > limit

@@ -11,8 +11,9 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from evalarc.appending import SummaryFile
 from evalarc.bundle import (
     PARAMS_FILE,
     Derived,
@@ -110,8 +111,7 @@ def run_diff(
                             f"cannot write JUnit XML to {junit}: {error.strerror or error}"
                         ) from None
             if summary is not None:
-                text = markdown_summary(report)
-                summary.write(text if text.endswith("\n") else text + "\n")
+                summary.append(markdown_summary(report))
     finally:
         for leftover in staged_files:
             leftover.unlink(missing_ok=True)
@@ -149,18 +149,14 @@ def _stage_junit(
 
 
 @contextlib.contextmanager
-def _open_for_append(path: Path | None) -> Iterator[TextIO | None]:
+def _open_for_append(path: Path | None) -> Iterator[SummaryFile | None]:
     """The Markdown summary file opened for appending (None without one); opened before anything
     is published so an unwritable path fails first."""
     if path is None:
         yield None
         return
-    try:
-        handle = path.open("a", encoding="utf-8", errors="backslashreplace")
-    except OSError as error:
-        raise OutputError(f"cannot append to {path}: {error.strerror or error}") from None
-    with handle:
-        yield handle
+    with SummaryFile(path) as summary:
+        yield summary
 
 
 def _params(
