@@ -608,3 +608,43 @@ def test_a_large_file_is_streamed_not_held(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert len(run.cases) == 10_000
     assert size > 29_000_000 and peak < size / 3  # the old reader held the bytes and the tree
+
+
+def test_runs_of_one_suite_share_their_test_ids_and_read_as_before(tmp_path: Path) -> None:
+    """A file read while the last one is still held takes that file's id strings (the same
+    tests) and, when the ids and their order are the same, its lists: lookups, iteration order,
+    items and facts stay each file's own."""
+    names = [f"t{n}" for n in (3, 1, 2, 10)]
+    outcomes = {"t1": '<failure message="m"/>', "t10": "<skipped/>"}
+
+    def suite(order: list[str], extra: str = "") -> str:
+        cases = "".join(
+            f'<testcase classname="c" name="{name}" time="{index}.5">{outcomes.get(name, "")}'
+            "</testcase>"
+            for index, name in enumerate(order)
+        )
+        return f'<testsuite name="s">{cases}{extra}</testsuite>'
+
+    first = _read(_write(tmp_path, "a.xml", suite(names)))
+    same = _read(_write(tmp_path, "b.xml", suite(names)))
+    more = _read(
+        _write(tmp_path, "c.xml", suite(names[::-1], '<testcase classname="c" name="new"/>'))
+    )
+    assert same.cases._ids is first.cases._ids  # type: ignore[attr-defined]
+    assert same.cases._order is first.cases._order  # type: ignore[attr-defined]
+    shared = [case_id for case_id in more.cases if case_id in first.cases]
+    assert shared and all(any(case_id is theirs for theirs in first.cases) for case_id in shared)
+    assert list(more.cases) == ["c::t10", "c::t2", "c::t1", "c::t3", "c::new"]
+    assert list(first.cases) == ["c::t3", "c::t1", "c::t2", "c::t10"]
+    assert [case_id for case_id, _ in more.cases.items()] == list(more.cases)
+    assert _outcomes(more) == {
+        "c::t10": [None],
+        "c::t2": [True],
+        "c::t1": [False],
+        "c::t3": [True],
+        "c::new": [True],
+    }
+    assert [meta.usage for meta in more.samples["c::t3"]] == [{"duration_seconds": 3.5}]
+    assert [meta.usage for meta in first.samples["c::t3"]] == [{"duration_seconds": 0.5}]
+    assert more.samples.get("c::new")[0].usage == {}
+    assert more.cases.get("c::missing") is None and "c::missing" not in more.cases
