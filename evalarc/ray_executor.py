@@ -510,7 +510,7 @@ class RayExecutor:
         runtime = dict(self._runtime)
         for name, value in self._limits.to_json().items():
             runtime.setdefault(name, value)
-        return runtime
+        return dict(sorted(runtime.items()))
 
     def params(self) -> dict[str, Any]:
         """How many slot nodes passed the probe and how many slots they declared (cases at

@@ -305,7 +305,11 @@ def run_subjects(
     try:
         with signals_held() as interrupted:
             try:
-                runtimes = [executor.runtime(index) for index in range(len(subjects))]
+                # Keys in sorted order whatever the executor's: the order a recording keeps,
+                # so the report a run writes and the one `verify` replays are the same bytes.
+                runtimes = [
+                    dict(sorted(executor.runtime(index).items())) for index in range(len(subjects))
+                ]
                 for index, subject in enumerate(subjects):
                     progress.emit(
                         tagged(
