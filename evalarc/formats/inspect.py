@@ -16,6 +16,7 @@ check; counting it against the checks it hid is what the corpus and users expect
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 from collections.abc import Callable, Iterator
@@ -86,11 +87,19 @@ def read_inspect(path: Path, source: Source, threshold: float) -> Run:
     builder = _RunBuilder(str(path), threshold)
     with path.open("rb") as handle:
         is_archive = handle.read(4) == b"PK\x03\x04"
-    if is_archive or path.suffix == ".eval":
-        header = _read_archive(path, builder.add_sample)
-    else:
-        header = read_json_log(path, builder.add_sample)
-    return builder.finish(header, source)
+    # Tens of thousands of small acyclic objects (attempts, metas, usage dicts) are kept: the
+    # cyclic collector would rescan all of them again and again while they are built.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if is_archive or path.suffix == ".eval":
+            header = _read_archive(path, builder.add_sample)
+        else:
+            header = read_json_log(path, builder.add_sample)
+        return builder.finish(header, source)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 # -- document sources -------------------------------------------------------------------------
@@ -463,8 +472,16 @@ def _finite_float(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
+_FLOAT_SAFE_INT = 1 << 1000
+"""Every int below this converts to a finite float."""
+
+
 def _usable_number(value: object) -> float | None:
     """A usage figure: finite and non-negative, kept as the int or float the log wrote."""
+    if type(value) is int:  # the common cases first, with the same answers as below
+        return value if 0 <= value < _FLOAT_SAFE_INT else None
+    if type(value) is float:
+        return value if 0.0 <= value < math.inf else None
     number = _finite_float(value)
     if number is None or number < 0:
         return None
@@ -511,7 +528,10 @@ def _usage_of(sample: JSONObject) -> dict[str, float]:
             if not isinstance(record, dict):
                 continue
             for field, metric in _USAGE_FIELDS:
-                number = _usable_number(record.get(field))
+                value = record.get(field)
+                if value is None:
+                    continue
+                number = _usable_number(value)
                 if number is not None:
                     usage[metric] = usage.get(metric, 0) + number
     duration = _usable_number(sample.get("working_time"))
