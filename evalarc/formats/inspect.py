@@ -16,11 +16,12 @@ check; counting it against the checks it hid is what the corpus and users expect
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -86,11 +87,19 @@ def read_inspect(path: Path, source: Source, threshold: float) -> Run:
     builder = _RunBuilder(str(path), threshold)
     with path.open("rb") as handle:
         is_archive = handle.read(4) == b"PK\x03\x04"
-    if is_archive or path.suffix == ".eval":
-        header = _read_archive(path, builder.add_sample)
-    else:
-        header = read_json_log(path, builder.add_sample)
-    return builder.finish(header, source)
+    # Tens of thousands of small acyclic objects (attempts, metas, usage dicts) are kept: the
+    # cyclic collector would rescan all of them again and again while they are built.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if is_archive or path.suffix == ".eval":
+            header = _read_archive(path, builder.add_sample)
+        else:
+            header = read_json_log(path, builder.add_sample)
+        return builder.finish(header, source)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 # -- document sources -------------------------------------------------------------------------
@@ -134,7 +143,6 @@ class _SampleFields(msgspec.Struct):
     limit: Any = None
 
 
-_SAMPLE_FIELDS = _SampleFields.__struct_fields__
 _SAMPLE_DECODER = msgspec.json.Decoder(_SampleFields)
 _ANY_DECODER = msgspec.json.Decoder()
 
@@ -155,7 +163,7 @@ def _parse_member(archive: SafeArchive, member: str, sample: bool = False) -> ob
     try:
         if sample:
             fields = _SAMPLE_DECODER.decode(data)
-            return {name: getattr(fields, name) for name in _SAMPLE_FIELDS}
+            return msgspec.structs.asdict(fields)
         return _ANY_DECODER.decode(data)
     except (msgspec.DecodeError, RecursionError):
         pass
@@ -328,32 +336,38 @@ class _RunBuilder:
         else:
             value, evidence = score, None
         if isinstance(value, dict):
-            parts = [(f"{scorer}/{key}", part) for key, part in value.items()]
+            for key, part in value.items():
+                self._add_check(checks, meta, f"{scorer}/{key}", part, evidence)
         else:
-            parts = [(scorer, value)]
-        for check, raw in parts:
-            kept = _finite_or_none(raw)
-            passed = passed_of(kept, self.threshold)
-            name = self._intern(check)
-            attempt = Attempt(
-                passed=passed, value=kept, evidence=evidence, output_sha256=meta.output_sha256
-            )
-            checks.setdefault(name, []).append(attempt)
-            meta.verdicts[name] = passed
+            self._add_check(checks, meta, scorer, value, evidence)
+
+    def _add_check(
+        self,
+        checks: dict[str, list[Attempt]],
+        meta: SampleMeta,
+        check: str,
+        raw: object,
+        evidence: str | None,
+    ) -> None:
+        kept = _finite_or_none(raw)
+        passed = passed_of(kept, self.threshold)
+        name = self._names.setdefault(check, check)
+        attempt = Attempt(passed, kept, evidence, meta.output_sha256)
+        attempts = checks.get(name)
+        if attempts is None:
+            checks[name] = [attempt]
+        else:
+            attempts.append(attempt)
+        meta.verdicts[name] = passed
 
     def _add_material(self, case_id: str, sample: JSONObject) -> None:
-        found = [("input", text) for text in _input_texts(sample.get("input"))]
-        found += [("expected", text) for text in _target_texts(sample.get("target"))]
-        if not found:
+        inputs = _input_texts(sample.get("input"))
+        targets = _target_texts(sample.get("target"))
+        if not inputs and not targets:
             return
         kept = self.material.setdefault(case_id, [])
-        for role, text in found:
-            cut = text[:MATERIAL_LIMIT]
-            if not cut.strip():
-                continue
-            item = Material(role="input" if role == "input" else "expected", text=cut)
-            if item not in kept:
-                kept.append(item)
+        _keep_material(kept, "input", inputs)
+        _keep_material(kept, "expected", targets)
 
     def _spread_unscored(self) -> None:
         """Turn each unscored sample's placeholder into an unassessed attempt on every check the
@@ -424,6 +438,19 @@ class _RunBuilder:
         )
 
 
+def _keep_material(
+    kept: list[Material], role: Literal["input", "expected"], texts: list[str]
+) -> None:
+    """Add each text (cut to MATERIAL_LIMIT, blank ones skipped) to ``kept`` once."""
+    for text in texts:
+        cut = text[:MATERIAL_LIMIT]
+        if not cut.strip():
+            continue
+        item = Material(role=role, text=cut)
+        if item not in kept:
+            kept.append(item)
+
+
 # -- pure rules ---------------------------------------------------------------------------------
 
 
@@ -463,8 +490,16 @@ def _finite_float(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
+_FLOAT_SAFE_INT = 1 << 1000
+"""Every int below this converts to a finite float."""
+
+
 def _usable_number(value: object) -> float | None:
     """A usage figure: finite and non-negative, kept as the int or float the log wrote."""
+    if type(value) is int:  # the common cases first, with the same answers as below
+        return value if 0 <= value < _FLOAT_SAFE_INT else None
+    if type(value) is float:
+        return value if 0.0 <= value < math.inf else None
     number = _finite_float(value)
     if number is None or number < 0:
         return None
@@ -481,25 +516,32 @@ def _text_or_none(value: object) -> str | None:
 
 
 def _sample_meta(sample: JSONObject) -> SampleMeta:
-    meta = SampleMeta(usage=_usage_of(sample))
     output = sample.get("output")
+    output_sha256: str | None = None
+    output_text: str | None = None
     stop_reason: object = None
     if isinstance(output, dict):
         completion = output.get("completion")
         if isinstance(completion, str):
-            meta.output_sha256 = sha256_text(completion)
-            meta.output_text = completion[:OUTPUT_TEXT_LIMIT]
+            output_sha256 = sha256_text(completion)
+            output_text = completion[:OUTPUT_TEXT_LIMIT]
         stop_reason = output.get("stop_reason")
         choices = output.get("choices")
         if not stop_reason and isinstance(choices, list) and choices:
             first = choices[0]
             stop_reason = first.get("stop_reason") if isinstance(first, dict) else None
-    meta.stop_reason = stop_reason if isinstance(stop_reason, str) and stop_reason else None
+    kept_reason = stop_reason if isinstance(stop_reason, str) and stop_reason else None
     limit = sample.get("limit")
     limit_type = limit.get("type") if isinstance(limit, dict) else None
-    meta.limit = limit_type if isinstance(limit_type, str) else None
-    meta.truncated = meta.stop_reason in TRUNCATING_STOP_REASONS or meta.limit == "token"
-    return meta
+    kept_limit = limit_type if isinstance(limit_type, str) else None
+    return SampleMeta(
+        usage=_usage_of(sample),
+        output_sha256=output_sha256,
+        output_text=output_text,
+        stop_reason=kept_reason,
+        truncated=kept_reason in TRUNCATING_STOP_REASONS or kept_limit == "token",
+        limit=kept_limit,
+    )
 
 
 def _usage_of(sample: JSONObject) -> dict[str, float]:
@@ -511,7 +553,10 @@ def _usage_of(sample: JSONObject) -> dict[str, float]:
             if not isinstance(record, dict):
                 continue
             for field, metric in _USAGE_FIELDS:
-                number = _usable_number(record.get(field))
+                value = record.get(field)
+                if value is None:
+                    continue
+                number = _usable_number(value)
                 if number is not None:
                     usage[metric] = usage.get(metric, 0) + number
     duration = _usable_number(sample.get("working_time"))

@@ -293,6 +293,9 @@ def _paired_ids(baseline: Mapping[str, object], current: Mapping[str, object]) -
     return ids
 
 
+_KEPT_ORDERS = 64
+
+
 def pair_checks(baseline: Run, current: Run) -> Pairing:
     """Pair every (case, check) of both runs: the tally of every kind plus ``unchanged``, the
     change rows (:class:`ChangeRows`) and the header's row counts."""
@@ -301,10 +304,19 @@ def pair_checks(baseline: Run, current: Run) -> Pairing:
     noise = 0
     disagreeing = 0
     empty: Mapping[str, Sequence[Attempt]] = {}
+    # Cases of one run mostly name the same checks in the same order: their paired order is
+    # sorted once (a few shapes kept; the order depends only on the two key sequences).
+    orders: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
     for case_id in _paired_ids(baseline.cases, current.cases):
         base_checks = baseline.cases.get(case_id, empty)
         cur_checks = current.cases.get(case_id, empty)
-        for check in _paired_ids(base_checks, cur_checks):
+        shape = (tuple(base_checks), tuple(cur_checks))
+        order = orders.get(shape)
+        if order is None:
+            order = _paired_ids(base_checks, cur_checks)
+            if len(orders) < _KEPT_ORDERS:
+                orders[shape] = order
+        for check in order:
             base_attempts = base_checks.get(check)
             cur_attempts = cur_checks.get(check)
             base_tally = tally(base_attempts) if base_attempts is not None else None
