@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,32 +66,51 @@ class Outcome:
     leftovers: list[str]
 
 
+MEASURE = """
+import json, os, subprocess, sys
+child = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+with open(sys.argv[1], "w") as report:
+    json.dump([status, usage.ru_maxrss, usage.ru_utime + usage.ru_stime], report)
+"""
+"""Runs the command and reports its wait4 figures. A child's peak RSS counts the memory of the
+process it was started from (Linux records the address space an exec replaces, and
+``subprocess`` starts children with vfork), so a pytest worker grown large by earlier tests
+would be charged to every child it starts directly; started from this small process, the
+figure is the command's own."""
+
+
 def run_measured(args: list[str], cwd: Path) -> Outcome:
     """Run ``evalarc ARGS`` in ``cwd``; measure the child's peak RSS and CPU with wait4."""
     out_path, err_path = cwd.parent / f"{cwd.name}.out", cwd.parent / f"{cwd.name}.err"
+    usage_path = cwd.parent / f"{cwd.name}.usage"
     started = time.monotonic()
     with out_path.open("wb") as out, err_path.open("wb") as err:
-        child = subprocess.Popen(
-            [EVALARC, *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err
+        measurer = subprocess.Popen(
+            [sys.executable, "-c", MEASURE, str(usage_path), EVALARC, *args],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
         )
         timed_out = False
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
+        while measurer.poll() is None:
             if time.monotonic() - started > WALL_LIMIT_SECONDS:
                 timed_out = True
-                child.kill()
-                _, status, usage = os.wait4(child.pid, 0)
+                os.killpg(measurer.pid, signal.SIGKILL)
+                measurer.wait()
                 break
             time.sleep(0.01)
-        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    status, max_rss_kib, cpu_seconds = (
+        json.loads(usage_path.read_text()) if not timed_out else (-1, 0, WALL_LIMIT_SECONDS)
+    )
     return Outcome(
-        returncode=child.returncode,
+        returncode=os.waitstatus_to_exitcode(status) if not timed_out else -9,
         stdout=out_path.read_bytes().decode("utf-8", "replace")[:4000],
         stderr=err_path.read_bytes().decode("utf-8", "replace")[:4000],
-        max_rss_mib=usage.ru_maxrss / 1024,
-        cpu_seconds=usage.ru_utime + usage.ru_stime,
+        max_rss_mib=max_rss_kib / 1024,
+        cpu_seconds=cpu_seconds,
         wall_seconds=time.monotonic() - started,
         timed_out=timed_out,
         leftovers=sorted(os.listdir(cwd)),
