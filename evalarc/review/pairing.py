@@ -26,6 +26,8 @@ from evalarc.review.natural import natural_sort
 from evalarc.review.stats import intervals_overlap, wilson_interval
 
 _KIND_RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}
+_KEPT = 4096
+"""Entries each cache of repeats here may hold (check-name orders, tallies)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,9 @@ class Tally:
         return self.counts().to_json()
 
 
+_TALLIES: dict[tuple[int, int, int, int | None], Tally] = {}
+
+
 def tally(attempts: Sequence[Attempt]) -> Tally:
     """Count passes and assessed attempts (``passed is None`` is unassessed)."""
     passed = 0
@@ -73,7 +78,14 @@ def tally(attempts: Sequence[Attempt]) -> Tally:
             passed += 1
     runs += run_assessed
     covered = runs if reruns else None
-    return Tally(passed=passed, assessed=assessed, attempts=len(attempts), covered=covered)
+    # Tallies repeat across checks (1 of 1, 0 of 1, ...): each is made once and shared.
+    key = (passed, assessed, len(attempts), covered)
+    found = _TALLIES.get(key)
+    if found is None:
+        found = Tally(passed=passed, assessed=assessed, attempts=len(attempts), covered=covered)
+        if len(_TALLIES) < _KEPT:
+            _TALLIES[key] = found
+    return found
 
 
 def _rate_below(lower: Tally, upper: Tally) -> bool:
@@ -301,10 +313,18 @@ def pair_checks(baseline: Run, current: Run) -> Pairing:
     noise = 0
     disagreeing = 0
     empty: Mapping[str, Sequence[Attempt]] = {}
+    # Cases of one file name the same few checks: each combination is ordered once.
+    orders: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
     for case_id in _paired_ids(baseline.cases, current.cases):
         base_checks = baseline.cases.get(case_id, empty)
         cur_checks = current.cases.get(case_id, empty)
-        for check in _paired_ids(base_checks, cur_checks):
+        names = (tuple(base_checks), tuple(cur_checks))
+        order = orders.get(names)
+        if order is None:
+            order = _paired_ids(base_checks, cur_checks)
+            if len(orders) < _KEPT:
+                orders[names] = order
+        for check in order:
             base_attempts = base_checks.get(check)
             cur_attempts = cur_checks.get(check)
             base_tally = tally(base_attempts) if base_attempts is not None else None
