@@ -336,7 +336,7 @@ class RowEntry:
     """Each check's name and attempt; None for a provider error (its checks are the ones the
     test declares, named by the file's other rows)."""
     error: str | None
-    declared: list[str]
+    declared: tuple[str, ...]
     meta: SampleMeta
     material: tuple[Material, ...]
 
@@ -400,8 +400,9 @@ class RowReader:
 
     def _material(self, row: dict[str, Any], test_case: dict[str, Any]) -> tuple[Material, ...]:
         """Case text a harness must not contain: var values as input, assertion values as
-        expected answers (negative and code assertions excluded)."""
-        found: dict[Material, None] = {}  # an insertion-ordered set
+        expected answers (negative and code assertions excluded), each text once per role."""
+        inputs: dict[str, None] = {}  # insertion-ordered sets of texts
+        expected: dict[str, None] = {}
         variables = test_case.get("vars")
         if not isinstance(variables, dict):
             variables = row.get("vars")
@@ -410,7 +411,7 @@ class RowReader:
                 if isinstance(value, str):
                     text = value[:MATERIAL_TEXT_CHARS]
                     if text and not text.isspace():
-                        found[Material("input", text)] = None
+                        inputs[text] = None
         declared = test_case.get("assert")
         if isinstance(declared, list):
             assertions = declared
@@ -426,8 +427,13 @@ class RowReader:
                 if isinstance(candidate, str):
                     text = candidate[:MATERIAL_TEXT_CHARS]
                     if text and not text.isspace():
-                        found[self._expected_material(text)] = None
-        return tuple(found) if found else _NO_MATERIAL
+                        expected[text] = None
+        if not inputs and not expected:
+            return _NO_MATERIAL
+        return (
+            *[Material("input", text) for text in inputs],
+            *[self._expected_material(text) for text in expected],
+        )
 
     def _expected_material(self, text: str) -> Material:
         material = self._expected.get(text)
@@ -471,7 +477,7 @@ class RowReader:
                 key=key,
                 checks=None,
                 error=cut_evidence(get("error")),
-                declared=[share(name) for name in declared_checks(row)],
+                declared=tuple(share(name) for name in declared_checks(row)),
                 meta=meta,
                 material=material,
             )
@@ -525,5 +531,5 @@ class RowReader:
                 if passed is not None:
                     self.assessed = True
         return RowEntry(
-            key=key, checks=checks, error=None, declared=[], meta=meta, material=material
+            key=key, checks=checks, error=None, declared=(), meta=meta, material=material
         )
