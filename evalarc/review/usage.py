@@ -62,25 +62,17 @@ def _paired_usage(baseline: Run, current: Run, case_ids: list[str]) -> dict[str,
         }
         for metric in USAGE_METRICS
     }
-    # One pass over the attempts for every metric at once: each metric's totals still add up
-    # in case and position order, so the sums are the same floats.
     for case_id in case_ids:
         base_metas = baseline.samples.get(case_id, [])
         cur_metas = current.samples.get(case_id, [])
-        for metas, side in ((base_metas, "baseline_missing"), (cur_metas, "current_missing")):
-            for meta in metas:
-                usage = meta.usage
-                for metric, entry in result.items():
-                    if metric not in usage:
-                        entry[side] += 1
-        for base_meta, cur_meta in zip(base_metas, cur_metas, strict=False):
-            base_usage = base_meta.usage
-            cur_usage = cur_meta.usage
-            for metric, entry in result.items():
-                if metric in base_usage and metric in cur_usage:
+        for metric, entry in result.items():
+            entry["baseline_missing"] += sum(1 for meta in base_metas if metric not in meta.usage)
+            entry["current_missing"] += sum(1 for meta in cur_metas if metric not in meta.usage)
+            for base_meta, cur_meta in zip(base_metas, cur_metas, strict=False):
+                if metric in base_meta.usage and metric in cur_meta.usage:
                     entry["pairs"] += 1
-                    entry["baseline_total"] += base_usage[metric]
-                    entry["current_total"] += cur_usage[metric]
+                    entry["baseline_total"] += base_meta.usage[metric]
+                    entry["current_total"] += cur_meta.usage[metric]
     return result
 
 
