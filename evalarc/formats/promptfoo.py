@@ -253,12 +253,12 @@ class _RunBuilder:
             )
         self.rows.append(self._reader.read(row, index))
 
-    def _declared(self, ids: dict[MatrixKey, str]) -> dict[str, dict[str, None]]:
+    def _declared(self, labels: list[str]) -> dict[str, dict[str, None]]:
         """Per case, the checks its graded rows name (what a provider error of it misses)."""
         known: dict[str, dict[str, None]] = {}
-        for row in self.rows:
+        for row, label in zip(self.rows, labels, strict=True):
             if row.checks is not None:
-                names = known.setdefault(ids[row.key], {})
+                names = known.setdefault(label, {})
                 for name, _ in row.checks:
                     names[name] = None
         return known
@@ -269,27 +269,31 @@ class _RunBuilder:
                 f"{self.name}: nothing in it could be assessed (no result row carries a pass or "
                 "fail verdict)"
             )
-        ids = matrix_ids(row.key for row in self.rows)
-        known = self._declared(ids) if self._reader.provider_errors else {}
+        labels = _row_labels([row.key for row in self.rows])
+        known = self._declared(labels) if self._reader.provider_errors else {}
         cases: dict[str, dict[str, list[Attempt]]] = {}
         samples: dict[str, list[SampleMeta]] = {}
-        material: dict[str, dict[Material, None]] = {}  # insertion-ordered sets
+        # A case's material: one row's tuple (distinct already), an ordered set once repeated.
+        material: dict[str, tuple[Material, ...] | dict[Material, None]] = {}
         matrix: dict[str, MatrixKey] = {}
         providers: set[str] = set()
-        for row in self.rows:
-            key = row.key
-            label = ids[key]
+        for row, label in zip(self.rows, labels, strict=True):
             meta = row.meta
             checks = cases.get(label)
             if checks is None:
+                key = row.key
                 checks = cases[label] = {}
                 samples[label] = [meta]
-                material[label] = dict.fromkeys(row.material)
+                material[label] = row.material
                 matrix[label] = key
                 providers.add(key.provider)
             else:
                 samples[label].append(meta)
-                material[label].update(dict.fromkeys(row.material))
+                if row.material:
+                    merged = material[label]
+                    if isinstance(merged, tuple):
+                        merged = material[label] = dict.fromkeys(merged)
+                    merged.update(dict.fromkeys(row.material))
             if row.checks is None:
                 # A provider error: unassessed on every check the test declares (as the other
                 # attempts of this case name them), with the error text as evidence.
@@ -370,6 +374,14 @@ def _labels(unique: list[_Pairing]) -> list[str]:
         used.add(candidate)
         labels.append(candidate)
     return labels
+
+
+def _row_labels(keys: list[MatrixKey]) -> list[str]:
+    """The case id of each key in order (:func:`matrix_ids`, keyed by plain tuples)."""
+    plain = [(key.test, key.vars, key.provider, key.prompt) for key in keys]
+    unique = list(dict.fromkeys(plain))
+    ids = dict(zip(unique, _labels(unique), strict=True))
+    return [ids[key] for key in plain]
 
 
 def matrix_ids(keys: Iterable[MatrixKey]) -> dict[MatrixKey, str]:
