@@ -107,7 +107,7 @@ def prompt_label(row: dict[str, Any]) -> str:
     index = row.get("promptIdx")
     if isinstance(index, int) and not isinstance(index, bool):
         return str(index)
-    return json.dumps(index, sort_keys=True, ensure_ascii=False)
+    return _VARS_ENCODER.encode(index)  # json.dumps(index, sort_keys=True, ensure_ascii=False)
 
 
 def row_vars(row: dict[str, Any]) -> dict[str, Any]:
@@ -312,11 +312,10 @@ class GraderTally:
         self.subjects.add(name)
         self.subject_aliases.add(name)
         if isinstance(provider, dict):
-            self.subject_aliases.update(
-                value
-                for value in (provider.get("id"), provider.get("label"))
-                if isinstance(value, str) and value
-            )
+            for field_name in ("id", "label"):
+                value = provider.get(field_name)
+                if isinstance(value, str) and value:
+                    self.subject_aliases.add(value)
 
     def result(self) -> Graders:
         return Graders(
@@ -363,6 +362,7 @@ class RowReader:
         self._strings: dict[str, str] = {}
         self._assertions: dict[tuple[object, ...], _Assertion] = {}
         self._expected: dict[str, Material] = {}
+        self._prompts: dict[str, str] = {}
 
     def share(self, text: str) -> str:
         """One string object for every equal string the reader keeps."""
@@ -397,6 +397,19 @@ class RowReader:
         if cacheable and len(self._assertions) < SHARED_LIMIT:
             self._assertions[(metric, kind, value)] = facts
         return facts
+
+    def _prompt(self, row: dict[str, Any]) -> str:
+        """:func:`prompt_label`, worked out once per distinct prompt label."""
+        prompt = row.get("prompt")
+        label = prompt.get("label") if type(prompt) is dict else None
+        if type(label) is not str or not label:
+            return self.share(prompt_label(row))
+        shown = self._prompts.get(label)
+        if shown is None:
+            shown = self.share(short_value(label))
+            if len(self._prompts) < SHARED_LIMIT:
+                self._prompts[label] = shown
+        return shown
 
     def _material(self, row: dict[str, Any], test_case: dict[str, Any]) -> tuple[Material, ...]:
         """Case text a harness must not contain: var values as input, assertion values as
@@ -467,7 +480,7 @@ class RowReader:
             test=share(base_label(row, position, variables, encoded)),
             vars=share(encoded),
             provider=subject,
-            prompt=share(prompt_label(row)),
+            prompt=self._prompt(row),
         )
         meta = row_sample(row)
         material = self._material(row, test_case)
