@@ -10,20 +10,12 @@ from __future__ import annotations
 
 import gc
 import json
-import math
-from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from evalarc.canonical import (
-    _parse_float,
-    _reject_constant,
-    _reject_duplicates,
-    is_finite_number,
-    sha256_text,
-)
+from evalarc.canonical import _parse_float, _reject_constant, _reject_duplicates
 from evalarc.errors import InputError
 from evalarc.formats.jsonstream import CapExceeded, TextWindow, array_items, object_members
 from evalarc.formats.model import (
@@ -35,38 +27,62 @@ from evalarc.formats.model import (
     Run,
     SampleMeta,
     Source,
-    cut_evidence,
 )
+from evalarc.formats.promptfoo_rows import (
+    CHECK_VALUE_CHARS,
+    CODE_ASSERTION_TYPES,
+    MATERIAL_TEXT_CHARS,
+    MODEL_GRADED_TYPES,
+    OUTPUT_TEXT_CHARS,
+    SUCCESS_CHECK,
+    TRUNCATING_STOP_REASONS,
+    GraderTally,
+    RowEntry,
+    RowReader,
+    component_check_name,
+    declared_checks,
+    finite,
+    prompt_label,
+    provider_name,
+    row_key,
+    row_sample,
+    row_usage,
+    unique_names,
+)
+
+__all__ = [
+    "CHECK_VALUE_CHARS",
+    "CODE_ASSERTION_TYPES",
+    "HEADLINE_NAME",
+    "MATERIAL_TEXT_CHARS",
+    "MAX_ROWS",
+    "MODEL_GRADED_TYPES",
+    "OUTPUT_TEXT_CHARS",
+    "PROVIDER_ERROR_CHECK",
+    "SUCCESS_CHECK",
+    "TRUNCATING_STOP_REASONS",
+    "align_matrix",
+    "build_promptfoo_run",
+    "case_labels",
+    "compared_across",
+    "component_check_name",
+    "declared_checks",
+    "each_row",
+    "matrix_ids",
+    "matrix_sides",
+    "pass_rate_headline",
+    "prompt_label",
+    "promptfoo_graders",
+    "provider_name",
+    "read_promptfoo",
+    "row_key",
+    "row_sample",
+    "row_usage",
+    "unique_names",
+]
 
 HEADLINE_NAME = "promptfoo pass rate"
 PROVIDER_ERROR_CHECK = "provider error"
-SUCCESS_CHECK = "success"
-
-MODEL_GRADED_TYPES = frozenset(
-    {
-        "llm-rubric",
-        "model-graded-closedqa",
-        "model-graded-factuality",
-        "factuality",
-        "g-eval",
-        "answer-relevance",
-        "context-faithfulness",
-        "context-recall",
-        "context-relevance",
-        "select-best",
-    }
-)
-"""Assertion types whose verdict comes from a grader model."""
-
-CODE_ASSERTION_TYPES = frozenset({"javascript", "python", "webhook", "ruby"})
-"""Assertion types whose value is code, not an expected answer (never leak material)."""
-
-TRUNCATING_STOP_REASONS = frozenset({"max_tokens", "length", "model_length", "max_output_tokens"})
-
-CHECK_VALUE_CHARS = 60
-"""How much of an assertion value goes into a check name built from ``type: value``."""
-OUTPUT_TEXT_CHARS = 20_000
-MATERIAL_TEXT_CHARS = 4096
 _ERROR_DETAIL_CHARS = 200
 
 
@@ -96,6 +112,8 @@ def read_promptfoo(path: Path, source: Source, threshold: float) -> Run:
     builder = _RunBuilder(name, threshold)
     # Hundreds of thousands of small acyclic objects: the cyclic collector would rescan them
     # again and again while they are built (a third of the reading time of a 92,000-row file).
+    # (gc.freeze after the read saved under a second of a 92,000-row diff, and in a long-lived
+    # process froze for good every cycle that was alive at that moment: not used.)
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -205,31 +223,15 @@ def _walk_document(window: TextWindow, name: str, on_row: Callable[[int, object]
 # --- rows and the run --------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Row:
-    """What EvalArc keeps of one result row once it is parsed."""
-
-    key: MatrixKey
-    checks: list[RowCheck] | None
-    """None for a provider error (its checks are the ones the test declares)."""
-    error: str | None
-    declared: list[str]
-    meta: SampleMeta
-    material: list[Material]
-
-
 class _RunBuilder:
     """Accumulates rows one at a time (pure of I/O); :meth:`finish` names the cases."""
 
     def __init__(self, name: str, threshold: float) -> None:
         self.name = name
         self.threshold = threshold
-        self.rows: list[_Row] = []
-        self.graders = _GraderTally()
-        self._names: dict[str, str] = {}
-
-    def _intern(self, text: str) -> str:
-        return self._names.setdefault(text, text)
+        self.rows: list[RowEntry] = []
+        self.graders = GraderTally()
+        self._reader = RowReader(self.graders)
 
     def add_row(self, index: int, row: object) -> None:
         if index >= MAX_ROWS:
@@ -243,43 +245,49 @@ class _RunBuilder:
                 f"{self.name}: results.results[{index}] is a row of an unknown shape (none of "
                 f"{', '.join(_ROW_MARKERS)}); rows are never skipped"
             )
-        self.graders.add(row)
-        plain = row_key(row, index)
-        key = MatrixKey(
-            test=self._intern(plain.test),
-            vars=self._intern(plain.vars),
-            provider=self._intern(plain.provider),
-            prompt=self._intern(plain.prompt),
-        )
-        error = _is_provider_error(row)
-        checks = None if error else row_checks(row)
-        self.rows.append(
-            _Row(
-                key=key,
-                checks=checks,
-                error=cut_evidence(row.get("error")) if error else None,
-                declared=[self._intern(name) for name in declared_checks(row)] if error else [],
-                meta=row_sample(row),
-                material=row_material(row),
-            )
-        )
+        self.rows.append(self._reader.read(row, index))
+
+    def _declared(self, labels: list[str]) -> dict[str, dict[str, None]]:
+        """Per case, the checks its graded rows name (what a provider error of it misses)."""
+        known: dict[str, dict[str, None]] = {}
+        for row, label in zip(self.rows, labels, strict=True):
+            if row.checks is not None:
+                names = known.setdefault(label, {})
+                for name, _ in row.checks:
+                    names[name] = None
+        return known
 
     def finish(self, header: _Header, source: Source) -> Run:
-        ids = matrix_ids(row.key for row in self.rows)
-        known: dict[str, dict[str, None]] = {}
-        for row in self.rows:
-            if row.checks is not None:
-                names = known.setdefault(ids[row.key], {})
-                for check in row.checks:
-                    names[self._intern(check.name)] = None
+        if not self._reader.assessed:
+            raise InputError(
+                f"{self.name}: nothing in it could be assessed (no result row carries a pass or "
+                "fail verdict)"
+            )
+        labels = _row_labels([row.key for row in self.rows])
+        known = self._declared(labels) if self._reader.provider_errors else {}
         cases: dict[str, dict[str, list[Attempt]]] = {}
         samples: dict[str, list[SampleMeta]] = {}
-        material: dict[str, dict[Material, None]] = {}  # insertion-ordered sets
-        assessed = False
-        for row in self.rows:
-            label = ids[row.key]
+        # A case's material: one row's tuple (distinct already), an ordered set once repeated.
+        material: dict[str, tuple[Material, ...] | dict[Material, None]] = {}
+        matrix: dict[str, MatrixKey] = {}
+        providers: set[str] = set()
+        for row, label in zip(self.rows, labels, strict=True):
             meta = row.meta
-            checks = cases.setdefault(label, {})
+            checks = cases.get(label)
+            if checks is None:
+                key = row.key
+                checks = cases[label] = {}
+                samples[label] = [meta]
+                material[label] = row.material
+                matrix[label] = key
+                providers.add(key.provider)
+            else:
+                samples[label].append(meta)
+                if row.material:
+                    merged = material[label]
+                    if isinstance(merged, tuple):
+                        merged = material[label] = dict.fromkeys(merged)
+                    merged.update(dict.fromkeys(row.material))
             if row.checks is None:
                 # A provider error: unassessed on every check the test declares (as the other
                 # attempts of this case name them), with the error text as evidence.
@@ -289,31 +297,16 @@ class _RunBuilder:
                     checks.setdefault(name, []).append(attempt)
                     meta.verdicts[name] = None
             else:
-                for check in row.checks:
-                    name = self._intern(check.name)
-                    checks.setdefault(name, []).append(
-                        Attempt(
-                            passed=check.passed,
-                            value=check.value,
-                            evidence=check.evidence,
-                            output_sha256=meta.output_sha256,
-                        )
-                    )
-                    meta.verdicts[name] = check.passed
-                    assessed = assessed or check.passed is not None
-            samples.setdefault(label, []).append(meta)
-            known_material = material.setdefault(label, {})
-            for item in row.material:
-                known_material[item] = None
-        if not assessed:
-            raise InputError(
-                f"{self.name}: nothing in it could be assessed (no result row carries a pass or "
-                "fail verdict)"
-            )
+                for name, attempt in row.checks:
+                    attempts = checks.get(name)
+                    if attempts is None:
+                        checks[name] = [attempt]
+                    else:
+                        attempts.append(attempt)
         description = header.description
         identity: dict[str, Any] = {
             "description": description if isinstance(description, str) else None,
-            "providers": sorted({row.key.provider for row in self.rows}),
+            "providers": sorted(providers),
             "version": _plain_scalar(header.version),
         }
         return Run(
@@ -327,7 +320,7 @@ class _RunBuilder:
             material={label: list(items) for label, items in material.items() if items},
             samples=samples,
             graders=self.graders.result(),
-            matrix={ids[row.key]: row.key for row in self.rows},
+            matrix=matrix,
         )
 
 
@@ -335,61 +328,54 @@ def _plain_scalar(value: object) -> object:
     """The version as written when it is a string or a finite number, else None."""
     if isinstance(value, str):
         return value
-    return _finite(value)
+    return finite(value)
 
 
 # --- case labels -------------------------------------------------------------------------
 
-
-def provider_name(provider: object) -> str:
-    """How a row names its provider: the string itself, else its label, else its id."""
-    if isinstance(provider, str) and provider:
-        return provider
-    if isinstance(provider, dict):
-        for key in ("label", "id"):
-            value = provider.get(key)
-            if isinstance(value, str) and value:
-                return value
-    return "provider"
+_Pairing = tuple[str, str, str, str]
+"""(test, vars, provider, prompt): a matrix key as a plain tuple (hashed in C)."""
 
 
-def prompt_label(row: dict[str, Any]) -> str:
-    """How a row names its prompt: its label (promptfoo defaults it to the raw text), else its
-    id, else its index. The index is never preferred: it shifts when another prompt or provider
-    is added to the matrix."""
-    prompt = _as_dict(row.get("prompt"))
-    for key in ("label", "id"):
-        value = prompt.get(key)
-        if isinstance(value, str) and value:
-            return _short_value(value)
-    index = row.get("promptIdx")
-    if isinstance(index, int) and not isinstance(index, bool):
-        return str(index)
-    return json.dumps(index, sort_keys=True, ensure_ascii=False)
+def _labels(unique: list[_Pairing]) -> list[str]:
+    """The case id of each of ``unique`` (distinct keys, in first-seen order): see
+    :func:`matrix_ids`."""
+    first_vars: dict[str, str] = {}
+    mixed: set[str] = set()  # tests described alike over distinct vars
+    providers: set[str] = set()
+    prompts: set[str] = set()
+    for test, variables, provider, prompt in unique:
+        if first_vars.setdefault(test, variables) != variables:
+            mixed.add(test)
+        providers.add(provider)
+        prompts.add(prompt)
+    several_providers = len(providers) > 1
+    several_prompts = len(prompts) > 1
+    labels: list[str] = []
+    used: set[str] = set()
+    for test, variables, provider, prompt in unique:
+        label = test
+        if mixed and test in mixed and test != variables:
+            label = f"{label} {variables}"
+        if several_providers:
+            label = f"{label} · {provider}"
+        if several_prompts:
+            label = f"{label} · prompt {prompt}"
+        candidate, ordinal = label, 1
+        while candidate in used:  # two keys that print alike are never pooled
+            ordinal += 1
+            candidate = f"{label} #{ordinal}"
+        used.add(candidate)
+        labels.append(candidate)
+    return labels
 
 
-def _row_vars(row: dict[str, Any]) -> dict[str, Any]:
-    test_case = _as_dict(row.get("testCase"))
-    for candidate in (test_case.get("vars"), row.get("vars")):
-        if isinstance(candidate, dict):
-            return candidate
-    return {}
-
-
-def _vars_json(variables: dict[str, Any]) -> str:
-    return json.dumps(variables, sort_keys=True, ensure_ascii=False)
-
-
-def _base_label(row: dict[str, Any], position: int, variables: dict[str, Any]) -> str:
-    description = _as_dict(row.get("testCase")).get("description")
-    if isinstance(description, str) and description:
-        return description
-    if variables:
-        return _vars_json(variables)
-    test_index = row.get("testIdx")
-    if isinstance(test_index, int) and not isinstance(test_index, bool):
-        return f"test {test_index}"
-    return f"test {position}"
+def _row_labels(keys: list[MatrixKey]) -> list[str]:
+    """The case id of each key in order (:func:`matrix_ids`, keyed by plain tuples)."""
+    plain = [(key.test, key.vars, key.provider, key.prompt) for key in keys]
+    unique = list(dict.fromkeys(plain))
+    ids = dict(zip(unique, _labels(unique), strict=True))
+    return [ids[key] for key in plain]
 
 
 def matrix_ids(keys: Iterable[MatrixKey]) -> dict[MatrixKey, str]:
@@ -402,39 +388,8 @@ def matrix_ids(keys: Iterable[MatrixKey]) -> dict[MatrixKey, str]:
     holds; one file alone keeps the ids of a single-provider, single-prompt run unsuffixed.
     """
     unique = list(dict.fromkeys(keys))
-    vars_per_test: dict[str, set[str]] = defaultdict(set)
-    for key in unique:
-        vars_per_test[key.test].add(key.vars)
-    several_providers = len({key.provider for key in unique}) > 1
-    several_prompts = len({key.prompt for key in unique}) > 1
-    ids: dict[MatrixKey, str] = {}
-    used: set[str] = set()
-    for key in unique:
-        label = key.test
-        if len(vars_per_test[key.test]) > 1 and key.test != key.vars:
-            label = f"{label} {key.vars}"
-        if several_providers:
-            label = f"{label} · {key.provider}"
-        if several_prompts:
-            label = f"{label} · prompt {key.prompt}"
-        candidate, ordinal = label, 1
-        while candidate in used:  # two keys that print alike are never pooled
-            ordinal += 1
-            candidate = f"{label} #{ordinal}"
-        used.add(candidate)
-        ids[key] = candidate
-    return ids
-
-
-def row_key(row: dict[str, Any], position: int) -> MatrixKey:
-    """The matrix key of the row at ``position`` of ``results.results[]``."""
-    variables = _row_vars(row)
-    return MatrixKey(
-        test=_base_label(row, position, variables),
-        vars=_vars_json(variables),
-        provider=provider_name(row.get("provider")),
-        prompt=prompt_label(row),
-    )
+    labels = _labels([(key.test, key.vars, key.provider, key.prompt) for key in unique])
+    return dict(zip(unique, labels, strict=True))
 
 
 def case_labels(rows: list[dict[str, Any]]) -> list[str]:
@@ -467,22 +422,34 @@ def align_matrix(baseline: Run, current: Run) -> tuple[Run, Run]:
     if not baseline.matrix or not current.matrix:
         return baseline, current
     across = compared_across(baseline, current)
+    no_provider = "provider" in across
+    no_prompt = "prompt" in across
 
-    def pairing(key: MatrixKey) -> MatrixKey:
-        return replace(
-            key,
-            provider="" if "provider" in across else key.provider,
-            prompt="" if "prompt" in across else key.prompt,
-        )
+    def pairings(run: Run) -> list[_Pairing]:
+        return [
+            (
+                key.test,
+                key.vars,
+                "" if no_provider else key.provider,
+                "" if no_prompt else key.prompt,
+            )
+            for key in run.matrix.values()
+        ]
 
-    ids = matrix_ids(pairing(key) for key in [*baseline.matrix.values(), *current.matrix.values()])
-    return _rekey(baseline, ids, pairing), _rekey(current, ids, pairing)
+    base_keys = pairings(baseline)
+    cur_keys = pairings(current)
+    unique = list(dict.fromkeys([*base_keys, *cur_keys]))
+    ids = dict(zip(unique, _labels(unique), strict=True))
+    return _rekey(baseline, [ids[key] for key in base_keys]), _rekey(
+        current, [ids[key] for key in cur_keys]
+    )
 
 
-def _rekey(run: Run, ids: dict[MatrixKey, str], pairing: Callable[[MatrixKey], MatrixKey]) -> Run:
-    renamed = {old: ids[pairing(key)] for old, key in run.matrix.items()}
-    if all(old == new for old, new in renamed.items()):
+def _rekey(run: Run, labels: list[str]) -> Run:
+    """``run`` with the case of each matrix entry (in order) renamed to ``labels``."""
+    if list(run.matrix) == labels:
         return run
+    renamed = dict(zip(run.matrix, labels, strict=True))
     return replace(
         run,
         cases={renamed[old]: checks for old, checks in run.cases.items()},
@@ -518,206 +485,6 @@ def matrix_sides(baseline: Run, current: Run) -> dict[str, Any] | None:
     return result
 
 
-# --- checks ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RowCheck:
-    """One graded check of one row, before the row's output digest is attached."""
-
-    name: str
-    passed: bool | None
-    value: Any = None
-    evidence: str | None = None
-
-
-def _is_provider_error(row: dict[str, Any]) -> bool:
-    reason = row.get("failureReason")
-    if is_finite_number(reason) and reason == 2:
-        return True
-    error = row.get("error")
-    return error is not None and error != "" and row.get("gradingResult") is None
-
-
-def _short_value(value: str | int | float) -> str:
-    text = value if isinstance(value, str) else str(value)
-    text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
-    if len(text) > CHECK_VALUE_CHARS:
-        return text[:CHECK_VALUE_CHARS] + "…"
-    return text
-
-
-def component_check_name(component: object) -> str:
-    """Name a component result: its metric, else ``type: value``, else its type."""
-    assertion = _as_dict(_as_dict(component).get("assertion"))
-    metric = assertion.get("metric")
-    if isinstance(metric, str) and metric:
-        return metric
-    kind = assertion.get("type")
-    kind_text = kind if isinstance(kind, str) and kind else "assertion"
-    value = assertion.get("value")
-    shown = value if isinstance(value, str) else _finite(value)
-    if shown is not None:
-        return f"{kind_text}: {_short_value(shown)}"
-    return kind_text
-
-
-def unique_names(names: list[str]) -> list[str]:
-    """Suffix repeated names with `` #2``, `` #3``, ... so every check in a row is distinct."""
-    used: set[str] = set()
-    result: list[str] = []
-    for name in names:
-        candidate = name
-        ordinal = 1
-        while candidate in used:
-            ordinal += 1
-            candidate = f"{name} #{ordinal}"
-        used.add(candidate)
-        result.append(candidate)
-    return result
-
-
-def _components(row: dict[str, Any]) -> list[Any]:
-    components = _as_dict(row.get("gradingResult")).get("componentResults")
-    return components if isinstance(components, list) else []
-
-
-def row_checks(row: dict[str, Any]) -> list[RowCheck]:
-    """The checks one row that is not a provider error contributes: the row's success, or one
-    per assertion component."""
-    components = _components(row)
-    if not components:
-        success = row.get("success")
-        reason = _as_dict(row.get("gradingResult")).get("reason")
-        passed = success if isinstance(success, bool) else None
-        return [RowCheck(SUCCESS_CHECK, passed, evidence=cut_evidence(reason))]
-    names = unique_names([component_check_name(component) for component in components])
-    checks: list[RowCheck] = []
-    for name, component in zip(names, components, strict=True):
-        fields = _as_dict(component)
-        verdict = fields.get("pass")
-        checks.append(
-            RowCheck(
-                name=name,
-                passed=verdict if isinstance(verdict, bool) else None,
-                value=fields.get("score"),
-                evidence=cut_evidence(fields.get("reason")),
-            )
-        )
-    return checks
-
-
-def declared_checks(row: dict[str, Any]) -> list[str]:
-    """The check names the test of ``row`` declares (``testCase.assert``), named as their
-    component results would be; empty when it declares none."""
-    declared = _as_dict(row.get("testCase")).get("assert")
-    if not isinstance(declared, list):
-        return []
-    names = [component_check_name({"assertion": item}) for item in declared]
-    return unique_names(names)
-
-
-# --- material, usage, outputs ------------------------------------------------------------
-
-
-def _assertions(row: dict[str, Any]) -> list[dict[str, Any]]:
-    declared = _as_dict(row.get("testCase")).get("assert")
-    if isinstance(declared, list):
-        return [item for item in declared if isinstance(item, dict)]
-    found = [_as_dict(component).get("assertion") for component in _components(row)]
-    return [item for item in found if isinstance(item, dict)]
-
-
-def _material_texts(value: object) -> list[str]:
-    """The non-blank strings in ``value`` (a string or a list of them), each cut to size."""
-    candidates = value if isinstance(value, list) else [value]
-    texts: list[str] = []
-    for candidate in candidates:
-        if isinstance(candidate, str):
-            text = candidate[:MATERIAL_TEXT_CHARS]
-            if text and not text.isspace():
-                texts.append(text)
-    return texts
-
-
-def row_material(row: dict[str, Any]) -> list[Material]:
-    """Case text a harness must not contain: var values as input, assertion values as
-    expected answers (negative and code assertions excluded)."""
-    found: dict[Material, None] = {}  # an insertion-ordered set
-    for value in _row_vars(row).values():
-        if isinstance(value, str):
-            for text in _material_texts(value):
-                found[Material("input", text)] = None
-    for assertion in _assertions(row):
-        kind = assertion.get("type")
-        kind_text = kind if isinstance(kind, str) else ""
-        if kind_text.startswith("not-") or kind_text in CODE_ASSERTION_TYPES:
-            continue
-        for text in _material_texts(assertion.get("value")):
-            found[Material("expected", text)] = None
-    return list(found)
-
-
-def _finite(value: object) -> float | None:
-    """The number itself when it is a finite int/float (never a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return value if math.isfinite(value) else None
-    except OverflowError:  # an integer beyond any float (JSON allows 1e400 written as digits)
-        return None
-
-
-def _usage_number(value: object) -> float | None:
-    number = _finite(value)
-    return number if number is not None and number >= 0 else None
-
-
-_TOKEN_FIELDS = (
-    ("total", "total_tokens"),
-    ("prompt", "input_tokens"),
-    ("completion", "output_tokens"),
-    ("cached", "cached_input_tokens"),
-)
-
-
-def row_usage(row: dict[str, Any]) -> dict[str, float]:
-    """Cost, tokens and latency of one row; only finite non-negative numbers count."""
-    usage: dict[str, float] = {}
-    cost = _usage_number(row.get("cost"))
-    if cost is not None:
-        usage["cost_usd"] = cost
-    tokens = _as_dict(row.get("tokenUsage"))
-    for source_key, metric in _TOKEN_FIELDS:
-        amount = _usage_number(tokens.get(source_key))
-        if amount is not None:
-            usage[metric] = amount
-    reasoning = _usage_number(_as_dict(tokens.get("completionDetails")).get("reasoning"))
-    if reasoning is not None:
-        usage["reasoning_tokens"] = reasoning
-    latency = _usage_number(row.get("latencyMs"))
-    if latency is not None:
-        usage["duration_seconds"] = latency / 1000
-    return usage
-
-
-def row_sample(row: dict[str, Any]) -> SampleMeta:
-    """Per-attempt facts of one row: usage, the output digest and text, the stop reason."""
-    response = _as_dict(row.get("response"))
-    meta = SampleMeta(usage=row_usage(row))
-    output = response.get("output")
-    if isinstance(output, str):
-        meta.output_sha256 = sha256_text(output)
-        meta.output_text = output[:OUTPUT_TEXT_CHARS]
-    for key in ("finishReason", "finish_reason"):
-        reason = response.get(key)
-        if isinstance(reason, str) and reason:
-            meta.stop_reason = reason
-            break
-    meta.truncated = meta.stop_reason in TRUNCATING_STOP_REASONS
-    return meta
-
-
 # --- headline and graders ----------------------------------------------------------------
 
 
@@ -725,73 +492,18 @@ def pass_rate_headline(stats: object) -> Headline | None:
     """promptfoo's own pass rate: successes / (successes + failures + errors)."""
     if not isinstance(stats, dict):
         return None
-    counts = [_finite(stats.get(key)) or 0.0 for key in ("successes", "failures", "errors")]
+    counts = [finite(stats.get(key)) or 0.0 for key in ("successes", "failures", "errors")]
     total = sum(counts)
     value = counts[0] / total if total > 0 else None
     return Headline(name=HEADLINE_NAME, value=value)
 
 
-def _grader_name(provider: object) -> str | None:
-    if isinstance(provider, str):
-        return provider or None
-    if isinstance(provider, dict):
-        for key in ("id", "label"):
-            value = provider.get(key)
-            if isinstance(value, str) and value:
-                return value
-    return None
-
-
-@dataclass(slots=True)
-class _GraderTally:
-    """Which providers were tested, which graded, and whether any provider graded itself,
-    gathered one row at a time."""
-
-    subjects: set[str] = field(default_factory=set)
-    subject_aliases: set[str] = field(default_factory=set)
-    graders: set[str] = field(default_factory=set)
-    model_graded: set[str] = field(default_factory=set)
-
-    def add(self, row: dict[str, Any]) -> None:
-        provider = row.get("provider")
-        self.subjects.add(provider_name(provider))
-        self.subject_aliases.add(provider_name(provider))
-        if isinstance(provider, dict):
-            self.subject_aliases.update(
-                value
-                for value in (provider.get("id"), provider.get("label"))
-                if isinstance(value, str) and value
-            )
-        options = _as_dict(_as_dict(row.get("testCase")).get("options"))
-        grader = _grader_name(options.get("provider"))
-        if grader is not None:
-            self.graders.add(grader)
-        if _is_provider_error(row):
-            return
-        components = _components(row)
-        names = unique_names([component_check_name(component) for component in components])
-        for name, component in zip(names, components, strict=True):
-            assertion = _as_dict(_as_dict(component).get("assertion"))
-            grader = _grader_name(assertion.get("provider"))
-            if grader is not None:
-                self.graders.add(grader)
-            if assertion.get("type") in MODEL_GRADED_TYPES:
-                self.model_graded.add(name)
-
-    def result(self) -> Graders:
-        return Graders(
-            subject_models=sorted(self.subjects),
-            grader_models=sorted(self.graders),
-            self_graded=sorted(self.graders & self.subject_aliases),
-            model_graded_checks=sorted(self.model_graded),
-        )
-
-
 def promptfoo_graders(rows: list[dict[str, Any]]) -> Graders:
     """Which providers were tested, which graded, and whether any provider graded itself."""
-    tally = _GraderTally()
-    for row in rows:
-        tally.add(row)
+    tally = GraderTally()
+    reader = RowReader(tally)
+    for index, row in enumerate(rows):
+        reader.read(row, index)
     return tally.result()
 
 

@@ -26,6 +26,8 @@ from evalarc.review.natural import natural_sort
 from evalarc.review.stats import intervals_overlap, wilson_interval
 
 _KIND_RANK = {kind: rank for rank, kind in enumerate(KIND_ORDER)}
+_KEPT = 4096
+"""Entries each cache of repeats here may hold (check-name orders, tallies)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,9 @@ class Tally:
         return self.counts().to_json()
 
 
+_TALLIES: dict[tuple[int, int, int, int | None], Tally] = {}
+
+
 def tally(attempts: Sequence[Attempt]) -> Tally:
     """Count passes and assessed attempts (``passed is None`` is unassessed)."""
     passed = 0
@@ -73,7 +78,14 @@ def tally(attempts: Sequence[Attempt]) -> Tally:
             passed += 1
     runs += run_assessed
     covered = runs if reruns else None
-    return Tally(passed=passed, assessed=assessed, attempts=len(attempts), covered=covered)
+    # Tallies repeat across checks (1 of 1, 0 of 1, ...): each is made once and shared.
+    key = (passed, assessed, len(attempts), covered)
+    found = _TALLIES.get(key)
+    if found is None:
+        found = Tally(passed=passed, assessed=assessed, attempts=len(attempts), covered=covered)
+        if len(_TALLIES) < _KEPT:
+            _TALLIES[key] = found
+    return found
 
 
 def _rate_below(lower: Tally, upper: Tally) -> bool:
