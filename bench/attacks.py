@@ -30,6 +30,7 @@ import argparse
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -667,6 +668,10 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     for line in table(columns):
         print(line)
+    # A child's peak RSS is at least this process's size when it was started (Linux charges
+    # a child the address space it was spawned from), so this bounds what the rows can inflate.
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"(this script itself: {own:.0f} MiB peak)")
     return 0
 
 

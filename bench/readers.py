@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -166,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     print(f"evalarc {diff_large.evalarc_revision()}, load average {load[0]:.1f} (2 cores shared?)")
     print("\n".join(rows))
+    # A child's peak RSS is at least this process's size when it was started (Linux charges
+    # a child the address space it was spawned from), so this bounds what the rows can inflate.
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"(this script itself: {own:.0f} MiB peak)")
     return 1 if failed else 0
 
 
