@@ -66,9 +66,17 @@ class _Command:
     late: list[int] = field(default_factory=list)
     """Signals that arrived after the command's output was published."""
     unraisablehook: Callable[[Any], object] | None = None
+    previous: dict[int, Handler] = field(default_factory=dict)
+    """The dispositions :func:`install` replaced, put back by :func:`end` in a process that
+    goes on after the command."""
 
 
 _COMMAND = _Command()
+_PROGRAM_EXITS = False
+"""Whether the process ends with the command (the ``evalarc`` program): only then may the
+cancelling signals stay ignored after it. An ignored disposition is inherited by every process
+started afterwards, so a Python program that runs a command in-process and then starts
+``evalarc`` (or anything) would hand it signals it can never receive."""
 
 
 def _main_thread() -> bool:
@@ -89,16 +97,20 @@ def _quiet_unraisable(unraisable: Any) -> None:
     previous(unraisable)
 
 
-def install() -> None:
+def install(*, program_exits: bool = False) -> None:
     """Start a command: a cancelling signal whose disposition is the default (Python's own
-    KeyboardInterrupt handler for SIGINT) raises :class:`Cancelled` from now on."""
-    global _COMMAND
+    KeyboardInterrupt handler for SIGINT) raises :class:`Cancelled` from now on.
+    ``program_exits``: the process ends when the command does (else :func:`end` puts the
+    dispositions back)."""
+    global _COMMAND, _PROGRAM_EXITS
     if not _main_thread():
         return
+    _PROGRAM_EXITS = program_exits
     hook = sys.unraisablehook
     _COMMAND = _Command(running=True, unraisablehook=None if hook is _quiet_unraisable else hook)
     for number in CANCELLING_SIGNALS:
         current = signal.getsignal(number)
+        _COMMAND.previous[number] = current
         if current in (signal.SIG_DFL, signal.default_int_handler, _cancel):
             signal.signal(number, _cancel)
     sys.unraisablehook = _quiet_unraisable
@@ -112,8 +124,9 @@ def declare_output(path: Path) -> None:
 
 def ignore() -> None:
     """Ignore the cancelling signals from now on: the program is exiting with a decided code, and
-    another Ctrl-C (users press it again) must not turn it into a death by signal."""
-    if _main_thread():
+    another Ctrl-C (users press it again) must not turn it into a death by signal. Only in the
+    ``evalarc`` program (see :data:`_PROGRAM_EXITS`); a process that goes on keeps its own."""
+    if _main_thread() and _PROGRAM_EXITS:
         for number in CANCELLING_SIGNALS:
             signal.signal(number, signal.SIG_IGN)
 
@@ -121,13 +134,19 @@ def ignore() -> None:
 def end() -> list[int]:
     """The command has ended: restore ``sys.unraisablehook``, forget its cancel state and return
     the signals that arrived after its output was published (held, so its result stands); if it
-    published, ignore further cancelling signals while the program exits."""
+    published, ignore further cancelling signals while the program exits. In a process that goes
+    on (a command run in-process), the dispositions the command replaced are put back."""
     global _COMMAND
     command, _COMMAND = _COMMAND, _Command()
     if sys.unraisablehook is _quiet_unraisable:
         sys.unraisablehook = command.unraisablehook or sys.__unraisablehook__
-    if command.published:
-        ignore()
+    if _PROGRAM_EXITS:
+        if command.published:
+            ignore()
+    elif _main_thread():
+        for number, disposition in command.previous.items():
+            if disposition is not None and disposition is not _cancel:
+                signal.signal(number, disposition)
     return list(dict.fromkeys(command.late))
 
 

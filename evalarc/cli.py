@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from evalarc import cli_emit
 from evalarc.cli_emit import Group, Outcome, cancelled_at_exit, echo, emit, start
 from evalarc.cli_options import (
     LANGUAGE_CHOICE,
@@ -525,6 +526,7 @@ def run() -> None:
     while a cancelled command is already exiting (after its cleanup and its "cancelled" line)
     would otherwise surface as an uncaught KeyboardInterrupt, and Python would report a death
     by SIGINT instead of exit 130."""
+    cli_emit.PROGRAM_EXITS = True
     try:
         main()
     except KeyboardInterrupt:

@@ -185,6 +185,12 @@ def _cancelled_anyway(ctx: click.Context) -> None:
         fail("cancelled", ExitCode.CANCELLED)
 
 
+PROGRAM_EXITS = False
+"""Set by the ``evalarc`` program (:func:`evalarc.cli.run`), which exits when its command ends;
+a command run in-process (``main``, click's test runner) leaves the signal dispositions of the
+process as it found them."""
+
+
 def start(ctx: click.Context, *, debug: bool) -> None:
     """What the ``evalarc`` group does before any command: remember ``--debug``, let Ctrl-C,
     SIGTERM and SIGHUP cancel it (:mod:`evalarc.cancel`), and make the output streams escape
@@ -192,7 +198,7 @@ def start(ctx: click.Context, *, debug: bool) -> None:
     ctx.meta[_DEBUG] = debug
     from evalarc.cancel import install  # not imported for --help (startup time)
 
-    install()
+    install(program_exits=PROGRAM_EXITS)
     ctx.meta[_STARTED] = True
     # Text from strangers may hold lone surrogates (legal in JSON): print them escaped rather than
     # dying on UnicodeEncodeError; in JSON output the escape is the value's own JSON spelling.

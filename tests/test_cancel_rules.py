@@ -131,3 +131,40 @@ def test_an_ignored_signal_stays_ignored(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("ignored\nTraceback")
     assert done.stderr.rstrip().endswith("evalarc.cancel.Cancelled: SIGTERM")
+
+
+def test_a_command_run_in_process_leaves_the_signal_dispositions_as_it_found_them(
+    tmp_path: Path,
+) -> None:
+    # The program ignores further cancels while it exits after a published result; a process
+    # that runs a command and goes on must not: an ignored disposition is inherited by every
+    # process it starts afterwards, which could then never be cancelled.
+    from click.testing import CliRunner
+
+    from evalarc.cli import main
+
+    examples = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
+    before = {number: signal.getsignal(number) for number in CANCELLING_SIGNALS}
+    result = CliRunner().invoke(
+        main,
+        [
+            "diff",
+            str(examples / "inspect" / "baseline.json"),
+            str(examples / "inspect" / "current.json"),
+            "--output",
+            str(tmp_path / "out"),
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    assert (tmp_path / "out" / "diff.json").is_file()
+    assert {number: signal.getsignal(number) for number in CANCELLING_SIGNALS} == before
+    child = subprocess.run(
+        [sys.executable, "-c", "print(open('/proc/self/status').read())"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    ignored = next(line for line in child.stdout.splitlines() if line.startswith("SigIgn:"))
+    mask = int(ignored.split()[1], 16)
+    assert [number for number in CANCELLING_SIGNALS if mask & (1 << (number - 1))] == []
