@@ -531,6 +531,8 @@ def run() -> None:
         main()
     except KeyboardInterrupt:
         cancelled_at_exit()
+    finally:
+        cli_emit.PROGRAM_EXITS = False  # run in-process (a test), the process goes on
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -88,6 +88,15 @@ def _staging(parent: Path, name: str) -> Path | None:
     return None
 
 
+def _as_from_a_terminal() -> None:
+    """The child starts with the cancelling signals at their defaults and unblocked, as a shell
+    starts a command, whatever earlier tests left in this pytest worker (a disposition left
+    ignored there is inherited; tests/test_cancel_rules.py checks EvalArc leaves none)."""
+    for number in SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+
+
 def _send(process: subprocess.Popen[bytes], signum: int) -> None:
     if signum == signal.SIGINT:
         os.killpg(process.pid, signum)  # Ctrl-C: the terminal signals the whole group
@@ -126,6 +135,7 @@ def signal_in_phase(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_as_from_a_terminal,
         )
         deadline = time.monotonic() + 240
         while process.poll() is None and time.monotonic() < deadline:
