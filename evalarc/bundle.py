@@ -254,8 +254,9 @@ class EvidenceFolder:
         self.files[relative] = FileRecord(sha256=sha256_bytes(data), bytes=len(data))
         return data
 
-    def hash_file(self, relative: str, limit: int = MAX_EVIDENCE_FILE_BYTES) -> Path:
-        """Check and record a (possibly large) file by streaming it; return its safe path."""
+    def _regular_file(self, relative: str, limit: int) -> Path:
+        """The safe path of ``relative``, refused unless it is a regular file within ``limit``
+        bytes (checked from its listing, before a byte is read)."""
         target = self.path_of(relative)
         try:
             info = target.lstat()
@@ -265,6 +266,11 @@ class EvidenceFolder:
             raise VerificationError(f"{relative} is not a regular file")
         if info.st_size > limit:
             raise VerificationError(f"{relative} exceeds {limit} bytes")
+        return target
+
+    def hash_file(self, relative: str, limit: int = MAX_EVIDENCE_FILE_BYTES) -> Path:
+        """Check and record a (possibly large) file by streaming it; return its safe path."""
+        target = self._regular_file(relative, limit)
         digest, size = sha256_file(target)
         self.files[relative] = FileRecord(sha256=digest, bytes=size)
         return target
@@ -278,15 +284,7 @@ class EvidenceFolder:
         """Whether the file holds exactly the text ``write_to`` writes (through the function it
         is given, encoded as :func:`write_text` encodes), compared piece by piece as it is
         written, so neither side is ever whole in memory; the file is recorded when it does."""
-        target = self.path_of(relative)
-        try:
-            info = target.lstat()
-        except FileNotFoundError:
-            raise VerificationError(f"{relative} is missing from {self.root.name}") from None
-        if not stat.S_ISREG(info.st_mode):
-            raise VerificationError(f"{relative} is not a regular file")
-        if info.st_size > limit:
-            raise VerificationError(f"{relative} exceeds {limit} bytes")
+        target = self._regular_file(relative, limit)
         digest = hashlib.sha256()
         size = 0
         try:
