@@ -13,7 +13,7 @@
 (function () {
   "use strict";
 
-  var PAGE_SIZE = 100;
+  var PAGE_SIZE = 100; /* assets/evalarc.css hides rows past it until this script pages */
   var FILTER_MIN_ROWS = 8;
   var SORT_MIN_ROWS = 3;
   var CELL_CLASSES = { "badge ok": true, "badge bad": true };

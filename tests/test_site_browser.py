@@ -347,11 +347,17 @@ def test_twenty_thousand_case_diff_is_small_and_usable(big_page: Path, browser: 
     page.locator(".pager button", has_text="Next").first.click()
     assert status.text_content() == f"Rows 101–200 of {PAGE_ROWS} (page 2 of {PAGE_ROWS // 100})"
     assert page.locator(".pager button", has_text="Previous").first.is_enabled()
+    visible = "rows => rows.filter(row => row.getClientRects().length > 0).length"
+    assert page.eval_on_selector_all("#changed-checks tbody tr", visible) == 100
     assert opened.problems == []
     opened.close()
 
     no_js = open_page(browser, big_page, javascript=False)
     assert len(body_rows(no_js.page, "#changed-checks")) == DIFF_HTML_ROWS
+    # Without scripting every HTML row is shown (with it, rows past the first page of 100 are
+    # not laid out until the script pages them).
+    visible = "rows => rows.filter(row => row.getClientRects().length > 0).length"
+    assert no_js.page.eval_on_selector_all("#changed-checks tbody tr", visible) == DIFF_HTML_ROWS
     hidden = PAGE_ROWS - DIFF_HTML_ROWS
     assert no_js.page.get_by_text(f"{hidden} more changes are in diff.json").count() == 1
     no_js.close()

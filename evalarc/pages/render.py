@@ -56,6 +56,13 @@ def script() -> str:
     return _asset("evalarc.js", "</script")
 
 
+# Shown only when scripting is off: every row of a long table (assets/evalarc.css hides the
+# rows past the first page, which assets/evalarc.js pages through when it runs).
+NOSCRIPT_CSS = (
+    "table:not([data-static]) > thead + tbody > tr:nth-child(n+101) { display: table-row; }"
+)
+
+
 def content_security_policy(styles: list[str], scripts: list[str], *, dynamic: bool = False) -> str:
     """No network, no frames, no forms; exactly these styles and scripts, allowed by hash.
 
@@ -99,8 +106,9 @@ def render_page(
         .render(
             title=title,
             css=Markup(css),
+            noscript_css=Markup(NOSCRIPT_CSS),
             script=Markup(js),
-            csp=content_security_policy([css], [js], dynamic=dynamic_scripts),
+            csp=content_security_policy([css, NOSCRIPT_CSS], [js], dynamic=dynamic_scripts),
             home=home,
             **context,
         )
