@@ -27,7 +27,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 from evalarc.formats.model import Run, SampleMeta
 from evalarc.review.diff_model import (
@@ -38,6 +38,7 @@ from evalarc.review.diff_model import (
     ClusterMember,
     PresenceChange,
 )
+from evalarc.review.lazy import LazySequence
 from evalarc.review.pairing import ChangeRows
 
 GROUPS_NOTE = (
@@ -182,7 +183,7 @@ def signature_of(row: ChangeRow, baseline: Run, current: Run) -> Signature:
     return Signature("kind", f"{kind.replace('_', ' ')}, no evidence recorded")
 
 
-class ClusterMembers(Sequence[ClusterMember]):
+class ClusterMembers(LazySequence[ClusterMember]):
     """The members of one cluster: positions into the diff's change rows, each member made from
     its row's key when read (a cluster of every vanished check holds four bytes per member)."""
 
@@ -195,25 +196,8 @@ class ClusterMembers(Sequence[ClusterMember]):
     def __len__(self) -> int:
         return len(self._positions)
 
-    @overload
-    def __getitem__(self, index: int) -> ClusterMember: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[ClusterMember]: ...
-
-    def __getitem__(self, index: int | slice) -> ClusterMember | Sequence[ClusterMember]:
-        if isinstance(index, slice):
-            return tuple(ClusterMember(*self._rows.key(at)) for at in self._positions[index])
+    def _at(self, index: int) -> ClusterMember:
         return ClusterMember(*self._rows.key(self._positions[index]))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str):
-            return NotImplemented
-        return len(self) == len(other) and all(
-            mine == theirs for mine, theirs in zip(self, other, strict=True)
-        )
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 _REMOVED = Signature("kind", "check no longer recorded")
@@ -295,7 +279,7 @@ def presence_changes(rows: ChangeRows, baseline: Run, current: Run) -> Sequence[
     return Joined(found, vanished, appeared)
 
 
-class OneSidedCases(Sequence[PresenceChange]):
+class OneSidedCases(LazySequence[PresenceChange]):
     """The cases one run records and the other does not, in plain order, each with the number of
     rows it accounts for (every check of such a case is one ``removed`` or ``added`` row). Keeps
     only the list of ids; a line is made when read."""
@@ -311,22 +295,12 @@ class OneSidedCases(Sequence[PresenceChange]):
     def __len__(self) -> int:
         return len(self._ids)
 
-    @overload
-    def __getitem__(self, index: int) -> PresenceChange: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[PresenceChange]: ...
-
-    def __getitem__(self, index: int | slice) -> PresenceChange | Sequence[PresenceChange]:
-        if isinstance(index, slice):
-            return tuple(self._line(case_id) for case_id in self._ids[index])
-        return self._line(self._ids[index])
-
-    def _line(self, case_id: str) -> PresenceChange:
+    def _at(self, index: int) -> PresenceChange:
+        case_id = self._ids[index]
         return PresenceChange("case", case_id, self._side, len(self._mine[case_id]))
 
 
-class Joined(Sequence[PresenceChange]):
+class Joined(LazySequence[PresenceChange]):
     """Several sequences read as one."""
 
     __slots__ = ("_parts",)
@@ -341,31 +315,12 @@ class Joined(Sequence[PresenceChange]):
         for part in self._parts:
             yield from part
 
-    @overload
-    def __getitem__(self, index: int) -> PresenceChange: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[PresenceChange]: ...
-
-    def __getitem__(self, index: int | slice) -> PresenceChange | Sequence[PresenceChange]:
-        if isinstance(index, slice):
-            return tuple(self[at] for at in range(*index.indices(len(self))))
-        if index < 0:
-            index += len(self)
+    def _at(self, index: int) -> PresenceChange:
         for part in self._parts:
             if index < len(part):
                 return part[index]
             index -= len(part)
         raise IndexError("presence index out of range")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str):
-            return NotImplemented
-        return len(self) == len(other) and all(
-            mine == theirs for mine, theirs in zip(self, other, strict=True)
-        )
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def change_groups(rows: ChangeRows, baseline: Run, current: Run) -> ChangeGroups:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import overload
 
 from evalarc.canonical import JSONValue
 from evalarc.formats.model import Attempt, Run
@@ -22,6 +21,7 @@ from evalarc.review.diff_model import (
     ChangeRow,
     SideTally,
 )
+from evalarc.review.lazy import LazySequence
 from evalarc.review.natural import natural_sort
 from evalarc.review.stats import intervals_overlap, wilson_interval
 
@@ -192,7 +192,7 @@ class Pairing:
     same_output_different_verdict: int
 
 
-class ChangeRows(Sequence[ChangeRow]):
+class ChangeRows(LazySequence[ChangeRow]):
     """The change rows of a diff, sorted by kind order, then case and check in natural order.
 
     A row is built from the two runs each time it is read: only its case id, check name and kind
@@ -218,33 +218,6 @@ class ChangeRows(Sequence[ChangeRow]):
     def __len__(self) -> int:
         return len(self._kinds)
 
-    @overload
-    def __getitem__(self, index: int) -> ChangeRow: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[ChangeRow]: ...
-
-    def __getitem__(self, index: int | slice) -> ChangeRow | Sequence[ChangeRow]:
-        if isinstance(index, slice):
-            return tuple(self._row(at) for at in range(*index.indices(len(self))))
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("change row index out of range")
-        return self._row(index)
-
-    def __iter__(self) -> Iterator[ChangeRow]:
-        return map(self._row, range(len(self)))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str):
-            return NotImplemented
-        return len(self) == len(other) and all(
-            mine == theirs for mine, theirs in zip(self, other, strict=True)
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
     @property
     def runs(self) -> tuple[Run, Run]:
         """The baseline and current runs the rows were paired from."""
@@ -263,7 +236,7 @@ class ChangeRows(Sequence[ChangeRow]):
             self._cases, self._checks, (KIND_ORDER[rank] for rank in self._kinds), strict=True
         )
 
-    def _row(self, index: int) -> ChangeRow:
+    def _at(self, index: int) -> ChangeRow:
         case_id, check = self._cases[index], self._checks[index]
         base_attempts = _attempts(self._baseline, case_id, check)
         cur_attempts = _attempts(self._current, case_id, check)
