@@ -61,15 +61,8 @@ Cli = Callable[..., Result]
 
 DOCKER_GROUP = "docker"
 BROWSER_GROUP = "browser"
-OWN_DOCKER_GROUPS = frozenset({"test_ray_executor"})
-"""Docker modules that run beside the shared Docker group, in a group of their own: the Ray
-cluster test (about 6 minutes) watches only containers of its own driver and sweeps only dead
-owners' containers, so it can share the engine with the Docker group without either test
-seeing the other's containers. Every other Docker module stays in one group (several assert
-what a killed run leaves on the engine before a sweep)."""
 HEAVY_FIRST = [
     DOCKER_GROUP,
-    "test_ray_executor",
     BROWSER_GROUP,
     "test_hostile_inputs",
     "test_docs_commands",
@@ -149,9 +142,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.browser)
         if item.get_closest_marker("xdist_group") is not None:
             continue
-        if item.path.stem in OWN_DOCKER_GROUPS:
-            group = item.path.stem
-        elif item.get_closest_marker("docker") is not None:
+        if item.get_closest_marker("docker") is not None:
             group = DOCKER_GROUP
         elif item.get_closest_marker("browser") is not None:
             group = BROWSER_GROUP
