@@ -179,12 +179,16 @@ def cancel_scenario(cluster: Cluster, name: str, out: Path) -> dict[str, Any]:
         recordings = staged[0] / "recordings" if staged else None
         if recordings is not None and recordings.is_dir():
             count = sum(1 for _ in recordings.iterdir())
-            if count >= 4:
+            # Signal while a case task runs (between two cases, on a loaded machine, none may
+            # for a moment): what the checks below must see gone is a running case task.
+            running = _case_tasks() if count >= 4 else []
+            if running:
                 result["recorded_before_signal"] = count
+                result["case_tasks_before"] = running
                 break
         time.sleep(0.05)
     # What the checks below must see gone: case tasks running and their containers.
-    result["case_tasks_before"] = _case_tasks()
+    result.setdefault("case_tasks_before", _case_tasks())
     result["containers_before"] = len(watch.seen)
     result["delivered"] = process.poll() is None
     if result["delivered"]:
