@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from evalarc.evidence import promptfoo as evidence_promptfoo
 from evalarc.evidence import read_case_evidence
 from evalarc.evidence.junit import read_junit_evidence
 from evalarc.formats import load_results, promptfoo
@@ -66,6 +67,50 @@ def test_promptfoo_evidence_streams_rows_under_the_readers_ids_and_cap(
     # The reader's row cap applies to the evidence walk too: no evidence rather than a whole parse.
     monkeypatch.setattr(promptfoo, "MAX_ROWS", 2)
     assert read_case_evidence(path, "promptfoo") == {}
+
+
+def test_promptfoo_evidence_of_listed_cases_builds_only_their_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two providers, one description over two vars sets, repeats: labels with suffixes.
+    rows = []
+    for provider in ("echo", "other"):
+        for index, (description, question) in enumerate(
+            [("a", "1"), ("a", "2"), ("b", "1"), ("a", "1")]
+        ):
+            row = _row(description, f"{provider} {index}", index % 2 == 0)
+            row["provider"] = {"id": provider}
+            row["testCase"] = {"description": description, "vars": {"q": question}}
+            rows.append(row)
+    path = _write(tmp_path / "pf.json", rows)
+    run = load_results(path, "promptfoo", 1.0)
+    labels = list(run.cases)
+    assert len(labels) == 6
+    only = {labels[0], labels[4]}
+    whole = read_case_evidence(path, "promptfoo", only)
+    assert set(whole) == only
+    built: list[int] = []
+    real = evidence_promptfoo._row_sections
+
+    def counted(row: dict[str, object], repeat: int) -> object:
+        built.append(repeat)
+        return real(row, repeat)
+
+    monkeypatch.setattr(evidence_promptfoo, "_row_sections", counted)
+    # The diff's model of the same file (also once its ids are aligned with another file's)
+    # names the rows to keep: the same evidence, built from the rows of the listed cases alone.
+    other = _write(tmp_path / "other.json", rows[:2])
+    aligned, _ = promptfoo.align_matrix(run, load_results(other, "promptfoo", 1.0))
+    for model in (run, aligned):
+        built.clear()
+        assert read_case_evidence(path, "promptfoo", only, model) == whole
+        assert len(built) == 3  # labels[0] was run twice (repeats), labels[4] once
+    # A model of another file names other rows: the file is read again without it.
+    built.clear()
+    assert read_case_evidence(path, "promptfoo", only, load_results(other, "promptfoo", 1.0)) == (
+        whole
+    )
+    assert len(built) == len(rows)
 
 
 def test_promptfoo_evidence_refuses_what_the_reader_refuses(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def read_case_evidence(
     if fmt == "promptfoo":
         from evalarc.evidence.promptfoo import read_promptfoo_evidence
 
-        return read_promptfoo_evidence(path, only)
+        return read_promptfoo_evidence(path, only, run)
     if fmt == "junit":
         from evalarc.evidence.junit import read_junit_evidence
 

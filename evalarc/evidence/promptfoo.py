@@ -12,7 +12,7 @@ from typing import Any
 
 from evalarc.errors import EvalArcError
 from evalarc.evidence.model import CaseEvidence, Section, SideEvidence
-from evalarc.formats.model import MatrixKey
+from evalarc.formats.model import MatrixKey, Run
 from evalarc.formats.promptfoo import each_row, matrix_ids, provider_name, row_key
 
 
@@ -57,24 +57,40 @@ def _row_sections(row: dict[str, Any], repeat: int) -> list[Section]:
     return sections
 
 
-def read_promptfoo_evidence(path: Path, only: Collection[str] | None = None) -> CaseEvidence:
+def read_promptfoo_evidence(
+    path: Path, only: Collection[str] | None = None, run: Run | None = None
+) -> CaseEvidence:
     """Evidence for every case label of the file (``only``: these labels alone), repeats in file
     order. The file is streamed row by row with the promptfoo reader's own walker (its caps
     apply); only each row's bounded sections are kept. A file the reader refuses shows no
-    evidence."""
+    evidence.
+
+    ``run``, the diff's model of this same file, names every label before the file is read
+    (its matrix holds the file's keys in first-seen order), so with ``only`` the sections of the
+    other rows are never built: a page listing 10,000 of 92,000 cases keeps those alone. The
+    labels the rows give are checked against the model's; if they differ, the file is read
+    again without it."""
+    expected: dict[MatrixKey, str] | None = None
+    wanted: set[MatrixKey] | None = None
+    if only is not None and run is not None and run.matrix:
+        expected = matrix_ids(run.matrix.values())
+        wanted = {key for key, label in expected.items() if label in only}
     rows: list[tuple[MatrixKey, list[Section]]] = []
     repeats: dict[MatrixKey, int] = {}  # one key is one case id (matrix_ids never pools two)
 
     def take(position: int, row: dict[str, Any]) -> None:
         key = row_key(row, position)
         repeats[key] = repeats.get(key, 0) + 1
-        rows.append((key, _row_sections(row, repeats[key])))
+        if wanted is None or key in wanted:
+            rows.append((key, _row_sections(row, repeats[key])))
 
     try:
         each_row(path, take)
     except EvalArcError:
         return {}
-    ids = matrix_ids(key for key, _ in rows)
+    ids = matrix_ids(repeats)  # the distinct keys in first-seen order, as the rows give them
+    if expected is not None and ids != expected:
+        return read_promptfoo_evidence(path, only)
     found: CaseEvidence = {}
     for key, sections in rows:
         if only is not None and ids[key] not in only:
