@@ -59,7 +59,7 @@ def script() -> str:
 # Shown only when scripting is off: every row of a long table (assets/evalarc.css hides the
 # rows past the first page, which assets/evalarc.js pages through when it runs).
 NOSCRIPT_CSS = (
-    "table:not([data-static]) > thead + tbody > tr:nth-child(n+101) { display: table-row; }"
+    "main table:not([data-static]) > thead + tbody > tr:nth-child(n+101) { display: table-row; }"
 )
 
 
