@@ -68,8 +68,8 @@ def read_promptfoo_evidence(
     ``run``, the diff's model of this same file, names every label before the file is read
     (its matrix holds the file's keys in first-seen order), so with ``only`` the sections of the
     other rows are never built: a page listing 10,000 of 92,000 cases keeps those alone. The
-    labels the rows give are checked against the model's; if they differ, the file is read
-    again without it."""
+    distinct keys the rows give, in order, are checked against the model's (labels are a function
+    of that list); if they differ, the file is read again without it."""
     expected: dict[MatrixKey, str] | None = None
     wanted: set[MatrixKey] | None = None
     if only is not None and run is not None and run.matrix:
@@ -88,8 +88,11 @@ def read_promptfoo_evidence(
         each_row(path, take)
     except EvalArcError:
         return {}
-    ids = matrix_ids(repeats)  # the distinct keys in first-seen order, as the rows give them
-    if expected is not None and ids != expected:
+    if expected is None:
+        ids = matrix_ids(repeats)  # the distinct keys in first-seen order, as the rows give them
+    elif list(repeats) == list(expected):  # the same keys in the same order: the same labels
+        ids = expected
+    else:
         return read_promptfoo_evidence(path, only)
     found: CaseEvidence = {}
     for key, sections in rows:
