@@ -290,6 +290,22 @@ def test_kind_and_cause_filters_are_exact_and_kept_in_the_hash(
 # --------------------------------------------------------------------------- 20,000 cases
 
 
+def test_the_rows_hidden_until_the_script_pages_are_its_first_page_exactly() -> None:
+    # The stylesheet hides, and the <noscript> style shows, the rows past the page script's
+    # PAGE_SIZE in the tables it enhances (else rows would stay hidden or the pager would skip).
+    import re
+
+    from evalarc.pages.render import LATER_ROWS, script, stylesheet
+
+    page_size = re.search(r"var PAGE_SIZE = (\d+);", script())
+    assert page_size is not None
+    assert f"tr:nth-child(n+{int(page_size.group(1)) + 1})" in LATER_ROWS
+    assert f"{LATER_ROWS} {{ display: none; }}" in stylesheet()
+    assert 'document.querySelectorAll("main table")' in script()
+    assert LATER_ROWS.startswith("main table:not([data-static])")
+    assert 'table.hasAttribute("data-static")' in script()
+
+
 @pytest.fixture(scope="module")
 def big_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("big")

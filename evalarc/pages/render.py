@@ -56,11 +56,11 @@ def script() -> str:
     return _asset("evalarc.js", "</script")
 
 
-# Shown only when scripting is off: every row of a long table (assets/evalarc.css hides the
-# rows past the first page, which assets/evalarc.js pages through when it runs).
-NOSCRIPT_CSS = (
-    "main table:not([data-static]) > thead + tbody > tr:nth-child(n+101) { display: table-row; }"
-)
+LATER_ROWS = "main table:not([data-static]) > thead + tbody > tr:nth-child(n+101)"
+"""The rows past the first page (100, ``PAGE_SIZE`` in assets/evalarc.js) of a table the page
+script enhances: assets/evalarc.css hides them until the script pages them."""
+NOSCRIPT_CSS = f"{LATER_ROWS} {{ display: table-row; }}"
+"""Shown only when scripting is off: every row of a long table."""
 
 
 def content_security_policy(styles: list[str], scripts: list[str], *, dynamic: bool = False) -> str:
