@@ -118,8 +118,14 @@ def test_a_json_log_sample_of_millions_of_objects_is_refused(tmp_path: Path) -> 
         handle.write(b"]}]}")
     peak, error = _peak_while(lambda: load_results(path))
     assert isinstance(error, InputError)
-    assert str(error).startswith(f"{path}: a value at character")
-    assert "holds more than 2,000,000 JSON objects and arrays" in str(error)
+    # Refused by the container cap, or first by the reading budget (the window's copies of 18 MB
+    # of text reach twice the file plus the headroom before the cap is checked): one line each.
+    message = str(error)
+    assert message.startswith(f"{path}: ")
+    assert (
+        message.startswith(f"{path}: a value at character")
+        and "holds more than 2,000,000 JSON objects and arrays" in message
+    ) or message.startswith(f"{path}: reading it needs more memory than its budget of")
     assert peak < 160 * MIB
 
 

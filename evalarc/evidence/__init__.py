@@ -12,6 +12,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from evalarc.evidence.model import CaseEvidence
+from evalarc.formats.budget import reading_budget
 from evalarc.formats.model import Run
 
 
@@ -22,16 +23,17 @@ def read_case_evidence(
     case ids alone; ``run``: the file already read into the model, when the caller has it); an
     empty mapping for formats whose evidence is shown another way (evaluations: their trace
     replay)."""
-    if fmt == "inspect":
-        from evalarc.evidence.inspect import read_inspect_evidence
+    with reading_budget(str(path), path.stat().st_size):
+        if fmt == "inspect":
+            from evalarc.evidence.inspect import read_inspect_evidence
 
-        return read_inspect_evidence(path, only)
-    if fmt == "promptfoo":
-        from evalarc.evidence.promptfoo import read_promptfoo_evidence
+            return read_inspect_evidence(path, only)
+        if fmt == "promptfoo":
+            from evalarc.evidence.promptfoo import read_promptfoo_evidence
 
-        return read_promptfoo_evidence(path, only, run)
-    if fmt == "junit":
-        from evalarc.evidence.junit import read_junit_evidence
+            return read_promptfoo_evidence(path, only, run)
+        if fmt == "junit":
+            from evalarc.evidence.junit import read_junit_evidence
 
-        return read_junit_evidence(path, only, run)
+            return read_junit_evidence(path, only, run)
     return {}

@@ -9,6 +9,7 @@ from pathlib import Path
 from evalarc.canonical import strict_loads
 from evalarc.errors import InputError, UsageError
 from evalarc.formats.archive import MEMBER_CAP, show_name
+from evalarc.formats.budget import reading_budget
 from evalarc.formats.evaluation import is_evaluation, read_evaluation, resolve_evaluation_path
 from evalarc.formats.inspect import top_level_member_types
 from evalarc.formats.model import FORMATS, Run, Source
@@ -94,7 +95,8 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
         )
     chosen = detect_format(path, head) if format == "auto" else format
     try:
-        run = _read(path, source, threshold, chosen)
+        with reading_budget(str(path), size):
+            run = _read(path, source, threshold, chosen)
     except InputError as error:
         raise _with_whole_path(error, path) from None
     if not run.cases:
