@@ -27,7 +27,7 @@ from evalarc.formats.inspect import passed_of, read_inspect, top_level_member_ty
 from evalarc.formats.load import load_results
 from evalarc.formats.model import Run, SampleMeta, Source
 
-VARIANTS = ("capitals", "capitals_epochs", "flaky_errors", "keywords")
+VARIANTS = ("capitals", "capitals_epochs", "flaky_errors", "keywords", "verdict_words")
 POPULARITY_BASELINE = "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval"
 POPULARITY_CURRENT = "2025-02-11T15-18-04-05-00_popularity_mj7khqpMM4GBCfVQozKgzB.eval"
 

@@ -44,12 +44,12 @@ from inspect_ai.scorer import (
     Scorer,
     Target,
     accuracy,
-    value_to_float,
     includes,
     match,
     mean,
     scorer,
     stderr,
+    value_to_float,
 )
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
@@ -401,7 +401,7 @@ def concise() -> Scorer:
 
 @scorer(metrics=[accuracy()])
 def concise_word() -> Scorer:
-    """"yes" when the answer has at most CONCISE_CHARS characters, else "no" (strings)."""
+    """ "yes" when the answer has at most CONCISE_CHARS characters, else "no" (strings)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         del target
@@ -413,7 +413,7 @@ def concise_word() -> Scorer:
 
 @scorer(metrics=[accuracy()])
 def cites_source() -> Scorer:
-    """"True" when the answer cites a source, else "false" (strings, as a judge may write)."""
+    """ "True" when the answer cites a source, else "false" (strings, as a judge may write)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         del target
