@@ -230,7 +230,7 @@ def corpus_logs(corpus: Path) -> list[Path]:
 
 def test_every_corpus_log_loads_as_inspect(corpus: Path) -> None:
     logs = corpus_logs(corpus)
-    assert len(logs) == 20
+    assert len(logs) == 24
     for path in logs:
         if path.name == POPULARITY_BASELINE:
             # Run without scoring: nothing in it can be assessed, so it is refused (never a
