@@ -195,7 +195,7 @@ def test_a_declared_metric_the_samples_do_not_give_is_refused(
 
 
 def test_a_broken_reading_is_caught_by_the_reconciliation(
-    corpus: Path, monkeypatch: pytest.MonkeyPatch
+    corpus: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Break the reader on purpose (read "yes" as Inspect's "no", the kind of slip issue 23 was):
     the real, untouched log then disagrees with what EvalArc read, and the read fails with
@@ -212,6 +212,8 @@ def test_a_broken_reading_is_caught_by_the_reconciliation(
     message = caught.value.message
     assert str(path) in message and "'concise_word'" in message
     assert "accuracy 1.0" in message and "give 0.0" in message
+    # through the CLI: exit 2 with the same line, not a pass
+    _refused(cli, path, path, "accuracy 1.0", "give 0.0")
 
 
 def test_epoch_reduction_is_reconciled_per_sample(corpus: Path, tmp_path: Path) -> None:
