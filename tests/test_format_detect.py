@@ -40,7 +40,7 @@ def test_inspect_json_with_nan_metrics_is_read(corpus: Path, tmp_path: Path) -> 
     assert run.headline is not None and run.headline.value is None
     document["results"]["scores"][0]["metrics"]["accuracy"]["value"] = float("nan")
     log.write_text(json.dumps(document), encoding="utf-8")
-    with pytest.raises(InputError, match="has accuracy nan, but its 30 scored samples give 0.6"):
+    with pytest.raises(InputError, match=r"has accuracy nan, but its 30 scored samples give 0\.6"):
         load_results(log)
 
 
