@@ -277,3 +277,28 @@ def test_every_corpus_log_reconciles(corpus: Path) -> None:
             refused.append(error.message)
     # only the unscored realworld run, which was refused before (nothing to assess)
     assert len(refused) == 1 and "nothing in it could be assessed" in refused[0]
+
+
+def test_older_logs_name_a_dict_scorers_metrics_by_key(tmp_path: Path) -> None:
+    """Without a ``scorer`` field (older Inspect), a dict-valued scorer's per-key entries are
+    named by key: a key of exactly one dict-valued scorer stands for that scorer."""
+    document: dict[str, Any] = {
+        "version": 2,
+        "status": "success",
+        "eval": {"task": "t", "model": "mockllm/model", "config": {"epochs": 1}},
+        "results": {
+            "scores": [
+                {"name": "tone", "metrics": {"mean": {"name": "mean", "value": 0.5}}},
+                {"name": "facts", "metrics": {"mean": {"name": "mean", "value": 0.75}}},
+            ]
+        },
+        "samples": [
+            {"id": 1, "epoch": 1, "scores": {"judge": {"value": {"tone": "C", "facts": 1}}}},
+            {"id": 2, "epoch": 1, "scores": {"judge": {"value": {"tone": "I", "facts": 0.5}}}},
+        ],
+    }
+    run = load_results(_write(tmp_path / "old.json", document))
+    assert sorted(run.cases["1"]) == ["judge/facts", "judge/tone"]
+    document["results"]["scores"].append({"name": "style", "metrics": {}})
+    with pytest.raises(InputError, match="lists scorer 'style', but no sample"):
+        load_results(_write(tmp_path / "old.json", document))

@@ -353,7 +353,7 @@ class _RunBuilder:
         else:
             value, evidence = score, None
         if isinstance(value, dict):
-            self.tally.add(scorer, case_id, None)
+            self.tally.add(scorer, case_id, None, value.keys())
             for key, part in value.items():
                 self._add_check(checks, meta, case_id, f"{scorer}/{key}", part, evidence)
         else:

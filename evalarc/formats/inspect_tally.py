@@ -13,10 +13,11 @@ samples stream past (two numbers per sample and scorer, never a sample), then ch
 ``results.scores`` against them:
 
 * **Scorers.** Where ``results.scores`` is a list, the scorers it names (each entry's
-  ``scorer``, else its ``name``) must be the scorers the samples' ``scores`` name: a scorer
-  scored in a sample but not listed is refused (Inspect lists every score key it saw), and a
-  listed scorer no sample scored is refused unless some sample has an error (a scorer that
-  raised on every sample leaves no score but is still listed). An unscored run lists none.
+  ``scorer``; in older logs without one, its ``name``, or the dict-valued scorer whose key that
+  name is) must be the scorers the samples' ``scores`` name: a scorer scored in a sample but not
+  listed is refused (Inspect lists every score key it saw), and a listed scorer no sample scored
+  is refused unless some sample has an error (a scorer that raised on every sample leaves no
+  score but is still listed). An unscored run lists none.
 * **Metrics recomputed.** ``accuracy`` and ``mean`` of a scalar-valued scorer, where the entry
   is the scorer's own (``name`` equals the scorer), the metric is Inspect's built-in (its
   ``name`` is the key, no ``group``, no ``params``: a custom ``to_float`` is a param) and the
@@ -35,6 +36,7 @@ samples stream past (two numbers per sample and scorer, never a sample), then ch
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from evalarc.errors import InputError
 from evalarc.formats.archive import show_name
@@ -73,13 +75,15 @@ def value_to_float(value: object) -> float | None:
 class _Sums:
     """One scorer's floats: per sample id [sum, count], and over every attempt."""
 
-    __slots__ = ("by_case", "count", "dict_valued", "total")
+    __slots__ = ("by_case", "count", "dict_keys", "dict_valued", "total")
 
     def __init__(self) -> None:
         self.by_case: dict[str, list[float]] = {}
         self.total = 0.0
         self.count = 0
         self.dict_valued = False
+        self.dict_keys: set[str] = set()
+        """The keys of its dict values (each is already a check of its own)."""
 
     def per_sample_mean(self) -> tuple[float, int]:
         means = [total / count for total, count in self.by_case.values() if count]
@@ -99,13 +103,16 @@ class ScoreTally:
         self.errored = False
         """Some sample has an error."""
 
-    def add(self, scorer: str, case_id: str, number: float | None) -> None:
-        """One score of one attempt: its float, or None for a dict value."""
+    def add(
+        self, scorer: str, case_id: str, number: float | None, keys: Iterable[str] = ()
+    ) -> None:
+        """One score of one attempt: its float, or None and its ``keys`` for a dict value."""
         sums = self.scorers.get(scorer)
         if sums is None:
             sums = self.scorers[scorer] = _Sums()
         if number is None:
             sums.dict_valued = True
+            sums.dict_keys.update(keys)
             return
         if math.isnan(number):
             return
@@ -123,7 +130,7 @@ class ScoreTally:
         if not isinstance(results, dict) or not isinstance(results.get("scores"), list):
             return
         entries = [entry for entry in results["scores"] if isinstance(entry, dict)]
-        declared = {scorer for entry in entries if (scorer := _scorer_of(entry)) is not None}
+        declared = {scorer for entry in entries if (scorer := self._scorer_of(entry)) is not None}
         undeclared = sorted(set(self.scorers) - declared)
         if undeclared:
             listed = ", ".join(sorted(declared)) or "no scorer"
@@ -141,8 +148,24 @@ class ScoreTally:
         for entry in entries:
             self._check_entry(entry, epochs_reducer)
 
+    def _scorer_of(self, entry: dict[str, object]) -> str | None:
+        """The scorer an entry of ``results.scores`` belongs to: its ``scorer``; without one
+        (logs of older Inspect versions), its ``name``, which for a dict-valued scorer's
+        per-key metrics is the key, so a key of exactly one dict-valued scorer names it."""
+        scorer = entry.get("scorer")
+        if isinstance(scorer, str):
+            return scorer
+        name = entry.get("name")
+        if not isinstance(name, str):
+            return None
+        if name not in self.scorers:
+            owners = [key for key, sums in self.scorers.items() if name in sums.dict_keys]
+            if len(owners) == 1:
+                return owners[0]
+        return name
+
     def _check_entry(self, entry: dict[str, object], epochs_reducer: object) -> None:
-        scorer = _scorer_of(entry)
+        scorer = self._scorer_of(entry)
         metrics = entry.get("metrics")
         if scorer is None or entry.get("name") != scorer or not isinstance(metrics, dict):
             return
@@ -179,14 +202,6 @@ class ScoreTally:
                 f"{unit} give {figure!r} (Inspect's value_to_float, {how}); the log "
                 "disagrees with itself"
             )
-
-
-def _scorer_of(entry: dict[str, object]) -> str | None:
-    scorer = entry.get("scorer")
-    if isinstance(scorer, str):
-        return scorer
-    name = entry.get("name")
-    return name if isinstance(name, str) else None
 
 
 def _close(declared: object, figure: float) -> bool:
