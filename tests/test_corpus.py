@@ -19,7 +19,7 @@ import pytest
 
 from evalarc.formats.load import load_results
 
-SCENARIOS = ("capitals", "capitals_epochs", "flaky_errors", "keywords")
+SCENARIOS = ("capitals", "capitals_epochs", "flaky_errors", "keywords", "verdict_words")
 THRESHOLD = 1.0
 
 
@@ -27,12 +27,13 @@ def _truths(corpus: Path) -> dict[str, Any]:
     return tomllib.loads((corpus / "inspect" / "truths.toml").read_text(encoding="utf-8"))
 
 
-def _expected_verdict(value: Any) -> bool | None:
+def _expected_verdict(value: Any, to_float: float) -> bool | None:
+    """The verdict at THRESHOLD of a value Inspect wrote and read as ``to_float`` (its own
+    value_to_float, in truths.toml): bools as they are, every other value by its float (``P``,
+    0.5, fails at 1.0 as it does for EvalArc at any threshold)."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str):
-        return value == "C"
-    return float(value) >= THRESHOLD
+    return to_float >= THRESHOLD
 
 
 def test_every_scenario_has_its_logs_and_truths(corpus: Path) -> None:
@@ -68,7 +69,10 @@ def test_evalarc_reads_what_inspect_reads(corpus: Path, name: str, ext: str) -> 
             if "error" in row:
                 expected = dict.fromkeys(scorers)
             else:
-                expected = {check: _expected_verdict(value) for check, value in row.items()}
+                floats = truths[f"{side}_to_float"][key]
+                expected = {
+                    check: _expected_verdict(value, floats[check]) for check, value in row.items()
+                }
             assert meta.verdicts == expected, (name, side, key)
             seen += 1
         assert seen == sum(len(attempts) for attempts in run.samples.values()), (name, side)
@@ -83,12 +87,12 @@ def test_readme_documents_every_pair_and_one_command_per_tool(corpus: Path) -> N
         for path in corpus.glob("inspect/*")
         if path.suffix in {".json", ".eval"}
     }
-    assert len(stems) == 4, stems
+    assert len(stems) == 5, stems
     for stem in stems:
         assert f"`{stem}." in readme, stem
-    promptfoo = json.loads(
-        (corpus / "promptfoo/generated/truth.json").read_text(encoding="utf-8")
-    )["pairs"]
+    promptfoo = json.loads((corpus / "promptfoo/generated/truth.json").read_text(encoding="utf-8"))[
+        "pairs"
+    ]
     assert len(promptfoo) == 6
     for name in promptfoo:
         assert f"`generated/{name}." in readme, name

@@ -99,6 +99,20 @@ INSPECT_EXPECTED: dict[str, tuple[list[Row], int]] = {
         ],
         38,
     ),
+    # String verdicts a custom scorer wrote ("yes"/"no", "True"/"false", numeric strings), read
+    # as Inspect's value_to_float reads them; `match` passes throughout (issue 23's false pass:
+    # these four regressions were unassessed and the diff passed).
+    "verdict_words": (
+        [
+            ("regressed", "w2", "concise_word"),
+            ("regressed", "w3", "cites_source"),
+            ("regressed", "w4", "confidence_text"),
+            ("regressed", "w5", "concise_word"),
+            ("improved", "w1", "confidence_text"),
+            ("improved", "w6", "cites_source"),
+        ],
+        18,
+    ),
     # An errored sample has no scores: the reader records one unassessed attempt on the check
     # "sample error" instead of its scorer checks (spec 1.3). A pass -> error therefore shows as
     # the scorer check removed plus "sample error" added, and an error -> pass as the reverse;

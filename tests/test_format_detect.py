@@ -29,13 +29,19 @@ def test_every_corpus_file_is_detected_as_its_tool(corpus: Path) -> None:
 def test_inspect_json_with_nan_metrics_is_read(corpus: Path, tmp_path: Path) -> None:
     text = (corpus / "inspect/capitals.baseline.json").read_text(encoding="utf-8")
     document = json.loads(text)
-    document["results"]["scores"][0]["metrics"]["accuracy"]["value"] = float("nan")
+    # stderr is not recomputed from the samples (an accuracy of NaN would disagree with them)
+    document["results"]["scores"][0]["metrics"]["stderr"]["value"] = float("nan")
+    document["results"]["headline"]["metric"] = "stderr"
     log = tmp_path / "nan.json"
     log.write_text(json.dumps(document), encoding="utf-8")  # json writes the bare NaN token
     assert "NaN" in log.read_text(encoding="utf-8")
     run = load_results(log)
     assert run.format == "inspect"
     assert run.headline is not None and run.headline.value is None
+    document["results"]["scores"][0]["metrics"]["accuracy"]["value"] = float("nan")
+    log.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(InputError, match=r"has accuracy nan, but its 30 scored samples give 0\.6"):
+        load_results(log)
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from evalarc.formats.inspect import passed_of, read_inspect, top_level_member_ty
 from evalarc.formats.load import load_results
 from evalarc.formats.model import Run, SampleMeta, Source
 
-VARIANTS = ("capitals", "capitals_epochs", "flaky_errors", "keywords")
+VARIANTS = ("capitals", "capitals_epochs", "flaky_errors", "keywords", "verdict_words")
 POPULARITY_BASELINE = "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval"
 POPULARITY_CURRENT = "2025-02-11T15-18-04-05-00_popularity_mj7khqpMM4GBCfVQozKgzB.eval"
 
@@ -179,7 +179,6 @@ def minimal_header(**extra: Any) -> dict[str, Any]:
         "version": 2,
         "status": "success",
         "eval": {"task": "t", "model": "mockllm/model", "config": {"epochs": 1}},
-        "results": {"scores": []},
     }
     header.update(extra)
     return header
@@ -231,7 +230,7 @@ def corpus_logs(corpus: Path) -> list[Path]:
 
 def test_every_corpus_log_loads_as_inspect(corpus: Path) -> None:
     logs = corpus_logs(corpus)
-    assert len(logs) == 20
+    assert len(logs) == 24
     for path in logs:
         if path.name == POPULARITY_BASELINE:
             # Run without scoring: nothing in it can be assessed, so it is refused (never a
@@ -501,8 +500,11 @@ def test_dict_scores_nan_metrics_and_graders(tmp_path: Path) -> None:
                     "model_generate_config": {"max_tokens": 64, "temperature": None},
                 },
                 results={
-                    "scores": [{"name": "match", "metrics": {"accuracy": {"value": "NaN"}}}],
-                    "headline": {"score": "match", "metric": "accuracy"},
+                    "scores": [
+                        {"name": "match", "metrics": {"stderr": {"value": "NaN"}}},
+                        {"name": "tone", "scorer": "judge", "metrics": {}},
+                    ],
+                    "headline": {"score": "match", "metric": "stderr"},
                 },
                 status="error",
             ),
@@ -534,7 +536,7 @@ def test_dict_scores_nan_metrics_and_graders(tmp_path: Path) -> None:
 
 def test_headline_marker_without_match_gives_no_headline(tmp_path: Path) -> None:
     results = {
-        "scores": [{"name": "match", "metrics": {"accuracy": {"value": 0.5}}}],
+        "scores": [{"name": "match", "metrics": {"accuracy": {"value": 1.0}}}],
         "headline": {"score": "other", "metric": "accuracy"},
     }
     run = read(write_json_log(tmp_path / "h.json", [sample("a")], results=results))
@@ -748,7 +750,7 @@ def test_corpus_meta_survives_a_round_trip_of_fields(corpus: Path) -> None:
 
 def test_numbers_beyond_float_range_are_ignored_not_fatal(tmp_path: Path) -> None:
     huge = "1" + "0" * 400
-    results = {"scores": [{"name": "match", "metrics": {"accuracy": {"value": 0}}}]}
+    results = {"scores": [{"name": "match", "metrics": {"custom": {"value": 0}}}]}
     record = sample("a", model_usage={"m": {"total_tokens": 0, "input_tokens": 5}})
     record["model_usage"]["judge"] = {"input_tokens": 7, "output_tokens": -3}
     path = write_json_log(tmp_path / "huge.json", [record], results=results)
@@ -820,6 +822,10 @@ def test_a_sample_without_scores_is_unassessed_on_every_scored_check(
     unscored = document["samples"][1]
     unscored["scores"] = {}
     path = tmp_path / "unscored.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    # Inspect's own metrics counted that sample's scores: the file now disagrees with itself.
+    expect_input_error(path, lambda: load_results(path), "accuracy 0.6", "0.5862068965517241")
+    del document["results"]  # without the log's own figures the unscored sample is read
     path.write_text(json.dumps(document), encoding="utf-8")
     run = load_results(path)
     case = str(unscored["id"])

@@ -74,9 +74,12 @@ def triage(report: dict[str, Any]) -> dict[str, str]:
 def edited_log(
     tmp_path: Path, edit: Callable[[dict[str, Any]], None], source: Path = INSPECT / "baseline.json"
 ) -> Path:
-    """A copy of a real Inspect JSON log with one edit applied."""
+    """A copy of a real Inspect JSON log with one edit applied. Its ``results`` are left out:
+    an edited score would disagree with the log's own metrics and scorer list, which the reader
+    refuses (issue 23), and no finding here reads them."""
     document = json.loads(source.read_text(encoding="utf-8"))
     edit(document)
+    document.pop("results", None)
     path = tmp_path / f"edited-{len(list(tmp_path.iterdir()))}.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     return path

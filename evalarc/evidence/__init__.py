@@ -17,17 +17,22 @@ from evalarc.formats.model import Run
 
 
 def read_case_evidence(
-    path: Path, fmt: str, only: Collection[str] | None = None, run: Run | None = None
+    path: Path,
+    fmt: str,
+    only: Collection[str] | None = None,
+    run: Run | None = None,
+    threshold: float = 1.0,
 ) -> CaseEvidence:
     """Evidence per case id from the result file ``path`` of format ``fmt`` (``only``: of these
-    case ids alone; ``run``: the file already read into the model, when the caller has it); an
-    empty mapping for formats whose evidence is shown another way (evaluations: their trace
-    replay)."""
+    case ids alone; ``run``: the file already read into the model, when the caller has it;
+    ``threshold``: the diff's numeric pass threshold, which gives each Inspect epoch its
+    verdict); an empty mapping for formats whose evidence is shown another way (evaluations:
+    their trace replay)."""
     with reading_budget(str(path), path.stat().st_size):
         if fmt == "inspect":
             from evalarc.evidence.inspect import read_inspect_evidence
 
-            return read_inspect_evidence(path, only)
+            return read_inspect_evidence(path, only, threshold)
         if fmt == "promptfoo":
             from evalarc.evidence.promptfoo import read_promptfoo_evidence
 

@@ -18,7 +18,7 @@ from typing import Any
 from evalarc.errors import EvalArcError
 from evalarc.evidence.model import CaseEvidence, Section, SideEvidence
 from evalarc.formats.archive import SafeArchive
-from evalarc.formats.inspect import read_json_log
+from evalarc.formats.inspect import passed_of, read_json_log
 
 _EPOCH_MEMBER = re.compile(r"samples/.+\.json")
 MAX_EVENTS = 400
@@ -138,7 +138,22 @@ def _output_text(output: object) -> str | None:
     return None
 
 
-def _epoch_sections(sample: dict[str, Any]) -> list[Section]:
+def epoch_verdict(scores: object, threshold: float) -> bool | None:
+    """One epoch's verdict as the diff reads its checks: failed when any check fails, passed
+    when every check passes, None otherwise (no scores, an error, only unassessed values)."""
+    if not isinstance(scores, dict) or not scores:
+        return None
+    verdicts: list[bool | None] = []
+    for score in scores.values():
+        value = score.get("value") if isinstance(score, dict) else score
+        parts = value.values() if isinstance(value, dict) else [value]
+        verdicts.extend(passed_of(part, threshold) for part in parts)
+    if False in verdicts:
+        return False
+    return True if verdicts and all(verdicts) else None
+
+
+def _epoch_sections(sample: dict[str, Any], threshold: float) -> list[Section]:
     epoch = sample.get("epoch")
     prefix = f"Epoch {epoch}" if isinstance(epoch, int) else "Sample"
     sections: list[Section] = []
@@ -174,7 +189,12 @@ def _epoch_sections(sample: dict[str, Any]) -> list[Section]:
             section.add("message", previous.get("message"), pre=True)
             section.add("traceback", previous.get("traceback"), pre=True)
             sections.append(section)
-    transcript = Section(f"{prefix} · transcript", kind="transcript")
+    transcript = Section(
+        f"{prefix} · transcript",
+        kind="transcript",
+        attempt=f"epoch {epoch}" if isinstance(epoch, int) else "",
+        passed=epoch_verdict(sample.get("scores"), threshold),
+    )
     _message_steps(transcript, sample.get("messages"), skip_input=True)
     _event_steps(transcript, sample.get("events"))
     if transcript.items:
@@ -197,9 +217,12 @@ def _input_section(sample: dict[str, Any]) -> Section:
     return task
 
 
-def read_inspect_evidence(path: Path, only: Collection[str] | None = None) -> CaseEvidence:
+def read_inspect_evidence(
+    path: Path, only: Collection[str] | None = None, threshold: float = 1.0
+) -> CaseEvidence:
     """Evidence for every sample id in the log (``only``: these ids alone): its input, then each
-    epoch in epoch order."""
+    epoch in epoch order, each transcript knowing its epoch's verdict at ``threshold`` (the
+    diff's), which pairs the attempts a divergence compares."""
     inputs: dict[str, Section] = {}
     epochs: dict[str, list[tuple[int, list[Section]]]] = {}
 
@@ -214,7 +237,7 @@ def read_inspect_evidence(path: Path, only: Collection[str] | None = None) -> Ca
         number = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0
         if case_id not in inputs:
             inputs[case_id] = _input_section(sample)
-        epochs.setdefault(case_id, []).append((number, _epoch_sections(sample)))
+        epochs.setdefault(case_id, []).append((number, _epoch_sections(sample, threshold)))
 
     _each_sample(path, take)
     found: CaseEvidence = {}

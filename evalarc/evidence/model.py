@@ -57,6 +57,9 @@ class Item:
     """Shown as preformatted text (code, tracebacks, JSON)."""
     mark: str = ""
     """``diverge`` on the first transcript step where the two sides differ."""
+    same: str | None = None
+    """What a divergence compares when it is not ``label`` + ``text``: the value without its
+    usage and timing fields (:func:`without_usage`); never written to the page."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"l": self.label, "t": self.text}
@@ -69,9 +72,52 @@ class Item:
         return data
 
 
-def item(label: str, value: object, *, pre: bool = False) -> Item:
+USAGE_KEYS = frozenset(
+    {
+        "usage",
+        "model_usage",
+        "role_usage",
+        "timestamp",
+        "created",
+        "completed",
+        "started",
+        "time",
+        "duration",
+        "elapsed",
+        "latency",
+        "working_start",
+        "cost",
+        "total_cost",
+    }
+)
+"""Keys of usage and timing figures: two runs of the same steps differ in them alone."""
+USAGE_SUFFIXES = ("_tokens", "_time", "_at", "_ms", "_seconds", "_cost")
+
+
+def is_usage_key(key: object) -> bool:
+    """A token count, cost, duration or timestamp field, by its name."""
+    return isinstance(key, str) and (key in USAGE_KEYS or key.endswith(USAGE_SUFFIXES))
+
+
+def without_usage(value: object) -> object:
+    """``value`` with every usage and timing field (:func:`is_usage_key`) left out, at any depth."""
+    if isinstance(value, dict):
+        return {k: without_usage(v) for k, v in value.items() if not is_usage_key(k)}
+    if isinstance(value, list):
+        return [without_usage(v) for v in value]
+    return value
+
+
+def item(label: str, value: object, *, pre: bool = False, compared: bool = False) -> Item:
+    """One labelled text; ``compared``: a transcript step, whose usage and timing fields a
+    divergence ignores."""
     text, full = cut_text(as_text(value))
-    return Item(label, text, full, pre or not isinstance(value, str))
+    same = None
+    if compared and isinstance(value, dict | list):
+        kept = without_usage(value)
+        if kept != value:
+            same = cut_text(as_text(kept))[0]
+    return Item(label, text, full, pre or not isinstance(value, str), same=same)
 
 
 @dataclass(slots=True)
@@ -84,6 +130,10 @@ class Section:
     items: list[Item] = field(default_factory=list)
     dropped: int = 0
     """Items beyond MAX_ITEMS that were not kept."""
+    attempt: str = ""
+    """Which attempt a transcript is (``epoch 2``), for the pairing of a divergence."""
+    passed: bool | None = None
+    """That attempt's verdict (None: unknown or unassessed); not written to the page."""
 
     def add(self, label: str, value: object, *, pre: bool = False) -> None:
         if value is None or value == "" or value == [] or value == {}:
@@ -91,7 +141,7 @@ class Section:
         if len(self.items) >= MAX_ITEMS:
             self.dropped += 1
             return
-        self.items.append(item(label, value, pre=pre))
+        self.items.append(item(label, value, pre=pre, compared=self.kind == "transcript"))
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"title": self.title, "items": [i.to_json() for i in self.items]}
@@ -128,33 +178,81 @@ CaseEvidence = dict[str, SideEvidence]
 """Case id -> its evidence in one input file."""
 
 
-def mark_divergence(baseline: SideEvidence | None, current: SideEvidence | None) -> None:
-    """Mark the first transcript step where the two sides differ (label or text), on both.
+DIVERGENCE_PAIRING = (
+    "A case view marks the first transcript step where a baseline attempt that passed and a "
+    "current attempt that failed differ (the same epoch where its verdict changed, else the "
+    "first of each; for an improvement the reverse), ignoring token counts, costs, durations "
+    "and timestamps."
+)
+"""The pairing :func:`mark_divergence` makes, in one sentence for the page."""
 
-    Compares the first transcript section of each side step by step; a side that ends early
-    diverges at its length (the other side's next step is marked)."""
+
+def _step(section: Section, index: int) -> tuple[str, str] | None:
+    if index >= len(section.items):
+        return None
+    step = section.items[index]
+    return step.label, step.text if step.same is None else step.same
+
+
+def _first_changed(before: list[Section], after: list[Section]) -> tuple[Section, Section] | None:
+    """A ``before`` attempt that passed and an ``after`` attempt that did not: the first
+    ``after`` attempt that failed whose epoch passed before, else the first of each."""
+    passed = [section for section in before if section.passed is True]
+    failed = [section for section in after if section.passed is False]
+    if not passed or not failed:
+        return None
+    for section in failed:
+        same = next((other for other in passed if other.attempt == section.attempt), None)
+        if same is not None:
+            return same, section
+    return passed[0], failed[0]
+
+
+def pair_attempts(
+    baseline: list[Section], current: list[Section]
+) -> tuple[Section, Section] | None:
+    """The (baseline, current) transcripts a divergence compares (see DIVERGENCE_PAIRING):
+    a verdict that fell, else one that rose, else the first transcript of each side."""
+    fell = _first_changed(baseline, current)
+    if fell is not None:
+        return fell
+    rose = _first_changed(current, baseline)
+    if rose is not None:
+        return rose[1], rose[0]
+    if baseline and current:
+        return baseline[0], current[0]
+    return None
+
+
+def mark_divergence(baseline: SideEvidence | None, current: SideEvidence | None) -> None:
+    """Mark the first transcript step where the paired attempts differ (label, and text without
+    usage and timing fields), on both sides.
+
+    The attempts are paired by :func:`pair_attempts` (DIVERGENCE_PAIRING says how, on the page);
+    a side that ends early diverges at its length (the other side's next step is marked). When
+    the two marked attempts are different epochs, each marked step's label names the other."""
     if baseline is None or current is None:
         return
-    base = next((s for s in baseline.sections if s.kind == "transcript"), None)
-    cur = next((s for s in current.sections if s.kind == "transcript"), None)
-    if base is None or cur is None:
+    pair = pair_attempts(
+        [s for s in baseline.sections if s.kind == "transcript"],
+        [s for s in current.sections if s.kind == "transcript"],
+    )
+    if pair is None:
         return
+    base, cur = pair
     for index in range(max(len(base.items), len(cur.items))):
-        left = base.items[index] if index < len(base.items) else None
-        right = cur.items[index] if index < len(cur.items) else None
-        if (
-            left is not None
-            and right is not None
-            and (left.label, left.text)
-            == (
-                right.label,
-                right.text,
-            )
-        ):
+        left, right = _step(base, index), _step(cur, index)
+        if left is not None and left == right:
             continue
-        for section, step in ((base, left), (cur, right)):
-            if step is not None:
-                section.items[index] = Item(
-                    step.label, step.text, step.full_bytes, step.pre, "diverge"
-                )
+        others = (("current", cur), ("baseline", base))
+        for section, (role, other) in zip((base, cur), others, strict=True):
+            if index >= len(section.items):
+                continue
+            step = section.items[index]
+            label = step.label
+            if other.attempt and other.attempt != section.attempt:
+                label = f"{label} · compared with {role} {other.attempt}"
+            section.items[index] = Item(
+                label, step.text, step.full_bytes, step.pre, "diverge", step.same
+            )
         return

@@ -6,12 +6,22 @@ is parsed, reduced to the few fields EvalArc uses, and dropped before the next o
 the raw sample JSON is kept.
 
 Rules (spec diff-and-verify §1.3): case = ``str(sample.id)``; attempts = epochs in file order;
-checks = scorers (a dict-valued score gives one check per key, ``scorer/key``); ``C`` passes,
-``I``/``N``/``P`` fail, bools as-is, finite numbers pass iff ``>= threshold``, anything else is
-unassessed; a sample without scores (an error, or no scorer ran) is unassessed on every check
-the run scores (on ``sample error`` when the run scores nothing and the sample errored). The
-reference used a separate ``sample error`` check, which made a fixed error look like a removed
-check; counting it against the checks it hid is what the corpus and users expect.
+checks = scorers (a dict-valued score gives one check per key, ``scorer/key``). A value is read
+as Inspect's own ``value_to_float`` reads it (:func:`value_to_float`, checked against
+inspect_ai 0.3.285, the corpus version and the newest release): ``C`` passes, ``I``/``N``/``P``
+fail (``P`` counts 0.5 in Inspect's metrics but is never a pass here), bools and the strings
+``yes``/``true``/``no``/``false`` (any case) as booleans, numbers and numeric strings pass iff
+``>= threshold``; NaN and infinities (Inspect's "unscored" sentinel) are unassessed. A value
+Inspect cannot convert (it warns and counts 0: ``"maybe"``, null, a list, a dict inside a dict)
+is refused, naming the file, sample, scorer and value, never left unassessed in silence. A
+sample without scores (an error, or no scorer ran) is unassessed on every check the run scores
+(on ``sample error`` when the run scores nothing and the sample errored). The reference used a
+separate ``sample error`` check, which made a fixed error look like a removed check; counting it
+against the checks it hid is what the corpus and users expect.
+
+The reading is then reconciled with the log's own verdicts (:mod:`evalarc.formats.inspect_tally`):
+the scorers the samples name must be the scorers ``results.scores`` lists, and the ``accuracy``
+and ``mean`` metrics Inspect declared must be what the samples give.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import msgspec
 from evalarc.canonical import sha256_text
 from evalarc.errors import InputError
 from evalarc.formats.archive import SafeArchive, show_name
+from evalarc.formats.inspect_tally import ScoreTally, value_to_float
 from evalarc.formats.jsonstream import (
     MAX_VALUE_CONTAINERS,
     CapExceeded,
@@ -54,6 +65,8 @@ MATERIAL_LIMIT = 4096
 TRUNCATING_STOP_REASONS = frozenset({"max_tokens", "length", "model_length", "max_output_tokens"})
 PASSING_LETTERS = frozenset({"C"})
 FAILING_LETTERS = frozenset({"I", "N", "P"})
+TRUE_WORDS = frozenset({"yes", "true"})
+FALSE_WORDS = frozenset({"no", "false"})
 MODEL_GRADED_PREFIXES = ("model_graded_qa", "model_graded_fact")
 GENERATE_CONFIG_KEYS = (
     "reasoning_effort",
@@ -271,6 +284,7 @@ class _RunBuilder:
         self.unscored_cases: set[str] = set()
         self.count = 0
         self._names: dict[str, str] = {}
+        self.tally = ScoreTally(name)
 
     def _intern(self, text: str) -> str:
         """One string object per distinct check name, however many samples repeat it."""
@@ -307,13 +321,15 @@ class _RunBuilder:
             self.unscored_cases.add(case_id)
         elif isinstance(scores, dict):
             for scorer, score in scores.items():
-                self._add_score(checks, meta, scorer, score)
+                self._add_score(checks, meta, case_id, scorer, score)
         else:
             # An unknown shape is refused, never skipped: skipping it could hide a failure.
             raise InputError(
                 f"{self.name}: sample {show_name(case_id)} has scores of an unknown shape "
                 f"({type(scores).__name__}, expected an object of scorer results)"
             )
+        if error:
+            self.tally.errored = True
         self.samples.setdefault(case_id, []).append(meta)
         self._add_material(case_id, sample)
 
@@ -327,6 +343,7 @@ class _RunBuilder:
         self,
         checks: dict[str, list[Attempt]],
         meta: SampleMeta,
+        case_id: str,
         scorer: str,
         score: object,
     ) -> None:
@@ -336,19 +353,31 @@ class _RunBuilder:
         else:
             value, evidence = score, None
         if isinstance(value, dict):
+            self.tally.add(scorer, case_id, None, value.keys())
             for key, part in value.items():
-                self._add_check(checks, meta, f"{scorer}/{key}", part, evidence)
+                self._add_check(checks, meta, case_id, f"{scorer}/{key}", part, evidence)
         else:
-            self._add_check(checks, meta, scorer, value, evidence)
+            number = self._add_check(checks, meta, case_id, scorer, value, evidence)
+            self.tally.add(scorer, case_id, number)
 
     def _add_check(
         self,
         checks: dict[str, list[Attempt]],
         meta: SampleMeta,
+        case_id: str,
         check: str,
         raw: object,
         evidence: str | None,
-    ) -> None:
+    ) -> float:
+        """Add one check's attempt; return the value as Inspect's ``value_to_float`` reads it
+        (NaN for the unscored sentinel). Raises InputError for a value Inspect cannot convert."""
+        number = value_to_float(raw)
+        if number is None:
+            raise InputError(
+                f"{self.name}: sample {show_name(case_id)} scorer {show_name(check)} has the "
+                f"value {_shown_value(raw)}, which Inspect's value_to_float cannot convert (it "
+                "counts it as 0 with a warning); EvalArc will not guess a verdict"
+            )
         kept = _finite_or_none(raw)
         passed = passed_of(kept, self.threshold)
         name = self._names.setdefault(check, check)
@@ -359,6 +388,7 @@ class _RunBuilder:
         else:
             attempts.append(attempt)
         meta.verdicts[name] = passed
+        return number
 
     def _add_material(self, case_id: str, sample: JSONObject) -> None:
         inputs = _input_texts(sample.get("input"))
@@ -416,6 +446,8 @@ class _RunBuilder:
             raise InputError(f"{self.name} {_NOT_INSPECT}")
         status = header.get("status")
         config = eval_spec.get("config")
+        reducers = config.get("epochs_reducer") if isinstance(config, dict) else None
+        self.tally.reconcile(header.get("results"), reducers)
         epochs = config.get("epochs") if isinstance(config, dict) else None
         identity = {
             "task": _text_or_none(eval_spec.get("task")),
@@ -455,7 +487,10 @@ def _keep_material(
 
 
 def passed_of(value: object, threshold: float) -> bool | None:
-    """Inspect's score value -> pass (True), fail (False) or unassessed (None)."""
+    """Inspect's score value -> pass (True), fail (False) or unassessed (None: NaN, the
+    infinities, and what :func:`value_to_float` cannot convert, which the reader refuses before
+    asking). Letters and boolean words are verdicts whatever the threshold, as bools are;
+    numbers and numeric strings pass iff ``>= threshold``."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -463,12 +498,27 @@ def passed_of(value: object, threshold: float) -> bool | None:
             return True
         if value in FAILING_LETTERS:
             return False
-        return None
+        word = value.lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+        number = value_to_float(value)
+        return None if number is None else number >= threshold
     if isinstance(value, int):
         return value >= threshold
     if isinstance(value, float) and math.isfinite(value):
         return value >= threshold
     return None
+
+
+def _shown_value(value: object) -> str:
+    """A score value for a one-line message: its JSON, cut to 80 characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=True, default=str)
+    except (ValueError, TypeError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _finite_or_none(value: object) -> object:

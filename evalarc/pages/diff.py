@@ -14,6 +14,7 @@ from typing import Any
 from evalarc.bundle import EvidenceFolder
 from evalarc.errors import EvalArcError
 from evalarc.evidence import read_case_evidence
+from evalarc.evidence.model import DIVERGENCE_PAIRING
 from evalarc.pages.blocks import Card
 from evalarc.pages.case_views import CaseViews, build_case_views
 from evalarc.pages.record_fields import RecordField, record_fields
@@ -269,6 +270,9 @@ class DiffPage:
     """Evaluation diffs: (case id, baseline trace, current trace) rendered inline."""
     record: list[RecordField] = field(default_factory=list)
     """Top-level report fields without a dedicated section (none today)."""
+    divergence_pairing: str = ""
+    """How a case view pairs the attempts whose first divergence it marks (Inspect: the only
+    format whose case views hold transcripts); empty otherwise."""
 
 
 def _fraction(tally: SideTally | None) -> str:
@@ -652,6 +656,11 @@ def build_diff_page(
         usage=_usage(report),
         notes=notes,
         case_index=None if case_views is None or case_views.empty else case_views.index,
+        divergence_pairing=(
+            DIVERGENCE_PAIRING
+            if report.format == "inspect" and case_views is not None and not case_views.empty
+            else ""
+        ),
         case_views_inline=list(inline_cases or []),
         record=record_fields(_unsectioned(report), REPORT_SECTIONS, "diff.json"),
     )
@@ -711,7 +720,7 @@ def diff_case_views(
         only = {row.case_id for row in report.changes[:PAGE_ROWS]}
     runs = getattr(report.changes, "runs", (None, None))  # a computed report's rows know them
     evidence = [
-        read_case_evidence(folder.hash_file(name), fmt, only, run)
+        read_case_evidence(folder.hash_file(name), fmt, only, run, report.numeric_pass_threshold)
         for name, run in zip(names, runs, strict=True)
     ]
     case_ids = sorted(evidence[0].keys() | evidence[1].keys())

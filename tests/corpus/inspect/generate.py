@@ -49,6 +49,7 @@ from inspect_ai.scorer import (
     mean,
     scorer,
     stderr,
+    value_to_float,
 )
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
@@ -118,6 +119,16 @@ KEYWORD_ANSWERS = {
     "current": "4 2 4 3 3+ 2 0 4 4 1 4+ 0 4 3 3 2",
 }
 
+# verdict_words, per sample w1..w6 ("-": nothing): "+" pads the answer past the concise limit
+# (concise_word "no", else "yes"), "s" cites a source (cites_source "True", else "false"), "h"
+# hedges once ("probably": confidence_text "0.5"), "hh" twice ("0"), no "h" gives "1". Every
+# answer names the right capital, so `match` passes throughout: the regressions are in the
+# string-valued scorers alone, which EvalArc once left unassessed.
+WORD_ANSWERS = {
+    "baseline": "hs s s - sh -",
+    "current": "s s+ - hh sh+ s",
+}
+
 
 # -- the scenarios ---------------------------------------------------------------------------
 
@@ -174,6 +185,19 @@ def _capital_answers(
     return answers
 
 
+def _word_answers(samples: Sequence[Sample], plan: str) -> dict[str, str]:
+    """The verdict_words answers (see WORD_ANSWERS): always the right capital, then flags."""
+    answers = {}
+    for sample, code in zip(samples, plan.split(), strict=True):
+        country = sample.metadata["country"] if sample.metadata else ""
+        hedges = " probably" * code.count("h")
+        source = " (source: atlas)" if "s" in code else ""
+        padding = PADDING.strip() + " " if "+" in code else ""
+        text = f"{padding}The capital of {country}{source} is{hedges} {sample.target}."
+        answers[f"{sample.id}#1"] = text
+    return answers
+
+
 def _keys(text: str) -> set[str]:
     return set(text.split())
 
@@ -191,6 +215,7 @@ def scenarios() -> list[Scenario]:
     capitals = _capital_samples(30, lambda n: f"cap-{n:02d}")
     epochs = _capital_samples(12, lambda n: n)
     flaky = _capital_samples(10, lambda n: f"q{n:02d}")
+    words = _capital_samples(6, lambda n: f"w{n}")
     keywords = [
         Sample(
             id=f"kw-{number:02d}",
@@ -293,6 +318,24 @@ def scenarios() -> list[Scenario]:
             },
         ),
         Scenario(
+            name="verdict_words",
+            dataset="capitals6",
+            samples=words,
+            scorers=lambda: [concise_word(), cites_source(), confidence_text(), match()],
+            answers={variant: _word_answers(words, plan) for variant, plan in WORD_ANSWERS.items()},
+            headline=("concise_word", "accuracy"),
+            expected={
+                "headline": (1.0, 0.6667),
+                "regressed": [
+                    "w2#1 concise_word",
+                    "w5#1 concise_word",
+                    "w3#1 cites_source",
+                    "w4#1 confidence_text",
+                ],
+                "improved": ["w6#1 cites_source", "w1#1 confidence_text"],
+            },
+        ),
+        Scenario(
             name="keywords",
             dataset="keywords",
             samples=keywords,
@@ -352,6 +395,42 @@ def concise() -> Scorer:
         del target
         length = len(state.output.completion)
         return Score(value=length <= CONCISE_CHARS, explanation=f"{length} chars")
+
+    return score
+
+
+@scorer(metrics=[accuracy()])
+def concise_word() -> Scorer:
+    """ "yes" when the answer has at most CONCISE_CHARS characters, else "no" (strings)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        del target
+        length = len(state.output.completion)
+        return Score(value="yes" if length <= CONCISE_CHARS else "no", explanation=f"{length}")
+
+    return score
+
+
+@scorer(metrics=[accuracy()])
+def cites_source() -> Scorer:
+    """ "True" when the answer cites a source, else "false" (strings, as a judge may write)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        del target
+        cited = "(source:" in state.output.completion
+        return Score(value="True" if cited else "false")
+
+    return score
+
+
+@scorer(metrics=[mean()])
+def confidence_text() -> Scorer:
+    """A numeric string: "1" without hedging, "0.5" after one "probably", "0" after two."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        del target
+        hedges = state.output.completion.count("probably")
+        return Score(value={0: "1", 1: "0.5"}.get(hedges, "0"))
 
     return score
 
@@ -455,10 +534,13 @@ def verdicts(log: EvalLog) -> dict[str, dict[str, Any]]:
     return table
 
 
+TO_FLOAT = value_to_float()
+"""Inspect's own reading of a score value ("C" 1, "P" 0.5, "yes"/"true" 1, "1" 1.0, ...)."""
+
+
 def passed(value: Any) -> bool:
-    if isinstance(value, str):
-        return value == "C"
-    return bool(value is True or (not isinstance(value, bool) and float(value) >= 1.0))
+    """Pass at EvalArc's default threshold 1.0, by Inspect's own value_to_float."""
+    return TO_FLOAT(value) >= 1.0
 
 
 def transitions(
@@ -532,6 +614,16 @@ def check_and_describe(scenario: Scenario, folder: Path) -> list[str]:
         for key, row in sorted(tables[variant].items(), key=lambda item: _order(item[0])):
             cells = ", ".join(f"{name} = {_toml(value)}" for name, value in sorted(row.items()))
             lines.append(f'"{key}" = {{ {cells} }}')
+    for variant in ("baseline", "current"):
+        lines.append("")
+        lines.append(f"[{scenario.name}.{variant}_to_float]")
+        for key, row in sorted(tables[variant].items(), key=lambda item: _order(item[0])):
+            if "error" in row:
+                continue
+            cells = ", ".join(
+                f"{name} = {_toml(TO_FLOAT(value))}" for name, value in sorted(row.items())
+            )
+            lines.append(f'"{key}" = {{ {cells} }}')
     return lines
 
 
@@ -555,6 +647,13 @@ def _toml(value: Any) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="write here instead (must not exist)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="SCENARIO",
+        help="run only this scenario (repeatable); the other logs are kept and read back as "
+        "they are, and truths.toml is written for all of them",
+    )
     options = parser.parse_args(argv)
     out: Path = options.out or HERE
     if options.out is not None:
@@ -571,14 +670,15 @@ def main(argv: list[str]) -> int:
     os.chdir(HERE)
     with tempfile.TemporaryDirectory(prefix="inspect-corpus-") as scratch:
         for scenario in scenarios():
-            for variant in ("baseline", "current"):
+            rerun = options.only is None or scenario.name in options.only
+            for variant in ("baseline", "current") if rerun else ():
                 for log_format in ("json", "eval"):
                     logs = Path(scratch) / f"{scenario.name}-{variant}-{log_format}"
                     written = run(scenario, variant, log_format, logs)
                     shutil.copyfile(written, out / f"{scenario.name}.{variant}.{log_format}")
             truths.extend(check_and_describe(scenario, out))
             truths.append("")
-            print(f"{scenario.name}: written and checked")
+            print(f"{scenario.name}: {'written and ' if rerun else ''}checked")
     (out / "truths.toml").write_text("\n".join(truths), encoding="utf-8")
     return 0
 
