@@ -21,6 +21,7 @@ import json
 import struct
 import xml.etree.ElementTree as ElementTree
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -655,3 +656,148 @@ def reorder_zip_members(data: bytes) -> bytes:
     )
     out.write(data[end + 22 : end + 22 + comment_length])
     return out.getvalue()
+
+
+# -- faithfulness: what a transformation may change ---------------------------------------------
+#
+# Checks of the rewritten file made without EvalArc, so that a transformation that dropped a
+# test, changed an outcome or left a counter wrong fails as a bug of this module.
+
+
+def _suite_path(parents: dict[ElementTree.Element, ElementTree.Element], element: Any) -> tuple:
+    path: list[str | None] = []
+    parent = parents.get(element)
+    while parent is not None:
+        if _tag(parent) == "testsuite":
+            path.append(parent.get("name"))
+        parent = parents.get(parent)
+    return tuple(reversed(path))
+
+
+def junit_census(root: ElementTree.Element) -> Counter[tuple[Any, ...]]:
+    """Every test as (suite path, classname, name, outcome): its outcome children's tags and
+    its outcome attributes (ctest's ``status``, node's ``failure``)."""
+    parents = {child: parent for parent in root.iter() for child in parent}
+    census: Counter[tuple[Any, ...]] = Counter()
+    for testcase in all_testcases(root):
+        outcome = tuple(_tag(child) for child in testcase if _tag(child) in OUTCOME_TAGS)
+        census[
+            (
+                _suite_path(parents, testcase),
+                testcase.get("classname"),
+                testcase.get("name"),
+                outcome,
+                testcase.get("status"),
+                testcase.get("failure") is not None,
+            )
+        ] += 1
+    return census
+
+
+def passes(entry: tuple[Any, ...]) -> bool:
+    _, _, _, outcome, status, failure = entry
+    return not outcome and status in (None, "run") and not failure
+
+
+def junit_discrepancies(root: ElementTree.Element) -> Counter[tuple[str, int]]:
+    """Every suite counter that disagrees with the tests it holds, as (counter, difference):
+    the originals may carry some (stale counters); a transformation must add none."""
+    found: Counter[tuple[str, int]] = Counter()
+    for suite in root.iter():
+        if _tag(suite) not in ("testsuite", "testsuites"):
+            continue
+        held = all_testcases(suite)
+        counts = {
+            "tests": len(held),
+            "failures": sum(1 for case in held if case.find("failure") is not None),
+            "errors": sum(1 for case in held if case.find("error") is not None),
+            "skipped": sum(1 for case in held if case.find("skipped") is not None),
+        }
+        for counter, actual in counts.items():
+            value = suite.get(counter)
+            if value is not None and int(value) != actual:
+                found[(counter, int(value) - actual)] += 1
+    return found
+
+
+def junit_faithful(original: bytes, transformed: bytes) -> list[str]:
+    before, after = parse_xml(original), parse_xml(transformed)
+    census_before, census_after = junit_census(before), junit_census(after)
+    problems = []
+    lost = census_before - census_after
+    if lost:
+        problems.append(f"tests lost or changed: {sorted(lost)[:5]}")
+    failing_extra = [entry for entry in census_after - census_before if not passes(entry)]
+    if failing_extra:
+        problems.append(f"inserted tests that do not pass: {failing_extra[:5]}")
+    if junit_discrepancies(before) != junit_discrepancies(after):
+        problems.append(
+            f"suite counters: {junit_discrepancies(before)} -> {junit_discrepancies(after)}"
+        )
+    return problems
+
+
+def _declared_verdicts(document: dict[str, Any]) -> list[str]:
+    """Disagreements between promptfoo's own figures: ``results.stats`` against the rows, and
+    a row's ``success`` against its components (every one must pass for the row to)."""
+    rows = _rows(document)
+    problems = []
+    successes = sum(1 for row in rows if row.get("success") is True)
+    errors = sum(1 for row in rows if row.get("failureReason") == 2)
+    stats = document["results"].get("stats") or {}
+    figures = (stats.get("successes"), stats.get("failures"), stats.get("errors"))
+    if figures != (successes, len(rows) - successes - errors, errors):
+        problems.append(f"results.stats {figures} for {len(rows)} rows")
+    for row in rows:
+        components = _components(row)
+        if components is not None and row.get("success") != all(c.get("pass") for c in components):
+            problems.append(f"row {_row_key(row)} success disagrees with its components")
+    return problems
+
+
+def promptfoo_faithful(original: bytes, transformed: bytes) -> list[str]:
+    before, after = json.loads(original), json.loads(transformed)
+    problems = _declared_verdicts(after)
+    verdicts_before = Counter((_row_key(row), row.get("success")) for row in _rows(before))
+    verdicts_after = Counter((_row_key(row), row.get("success")) for row in _rows(after))
+    lost = verdicts_before - verdicts_after
+    if lost:
+        problems.append(f"rows lost or changed: {sorted(lost, key=str)[:5]}")
+    return problems
+
+
+def inspect_faithful(original: bytes, transformed: bytes) -> list[str]:
+    before, after = json.loads(original), json.loads(transformed)
+    problems = []
+    scores_after = {
+        (json.dumps(sample["id"]), sample.get("epoch")): sample.get("scores") or {}
+        for sample in after["samples"]
+    }
+    for sample in before["samples"]:
+        key = (json.dumps(sample["id"]), sample.get("epoch"))
+        kept = scores_after.get(key)
+        if kept is None:
+            problems.append(f"sample {key} lost")
+            continue
+        for scorer, score in (sample.get("scores") or {}).items():
+            if kept.get(scorer) != score:
+                problems.append(f"sample {key} score {scorer} changed")
+    if len(after["samples"]) != len(before["samples"]):
+        problems.append("sample count changed")
+    declared = [scorer["name"] for scorer in after["eval"].get("scorers") or []]
+    reported = [score["name"] for score in (after.get("results") or {}).get("scores") or []]
+    if sorted(declared) != sorted(reported):
+        problems.append(f"eval.scorers {declared} but results.scores {reported}")
+    return problems
+
+
+def zip_faithful(original: bytes, transformed: bytes) -> list[str]:
+    def members(data: bytes) -> set[tuple[Any, ...]]:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        return {
+            (info.filename, info.CRC, info.compress_type, info.compress_size, info.file_size)
+            for info in archive.infolist()
+        }
+
+    before, after = members(original), members(transformed)
+    return [] if before == after else [f"members changed: {sorted(before ^ after)[:5]}"]

@@ -29,8 +29,10 @@ from metamorphic_transforms import (
     all_testcases,
     graded_tests,
     inspect_add_scorer,
+    inspect_faithful,
     inspect_reorder_samples,
     inspect_reorder_scores,
+    junit_faithful,
     junit_mirror,
     junit_other_project,
     junit_reorder_suites,
@@ -41,6 +43,7 @@ from metamorphic_transforms import (
     prompt_name,
     promptfoo_add_prompt,
     promptfoo_add_provider,
+    promptfoo_faithful,
     promptfoo_prepend_default,
     promptfoo_reorder_components,
     promptfoo_reorder_rows,
@@ -48,6 +51,7 @@ from metamorphic_transforms import (
     reorder_zip_members,
     scored_samples,
     write_xml,
+    zip_faithful,
 )
 
 from evalarc.errors import InputError
@@ -326,6 +330,29 @@ def test_corpus_pairs_are_all_found() -> None:
     assert kinds["inspect-json"] >= 4
     assert kinds["inspect-eval"] >= 4
     assert all(any(case.values[0] == pair for case in CASES) for pair in PAIRS)
+
+
+FAITHFUL = {
+    "junit": junit_faithful,
+    "promptfoo": promptfoo_faithful,
+    "inspect-json": inspect_faithful,
+    "inspect-eval": zip_faithful,
+}
+
+
+@pytest.mark.parametrize(("pair", "transform"), CASES)
+def test_transformation_keeps_every_test_and_outcome(pair: Pair, transform: Transform) -> None:
+    """The rewrite itself, judged without EvalArc: no test lost or changed, every inserted
+    test passes, the file's own figures (suite counters, promptfoo stats and row success,
+    Inspect's scorer lists) as consistent as before."""
+    originals = (pair.baseline.read_bytes(), pair.current.read_bytes())
+    rewritten = transform.apply(originals)
+    problems = [
+        f"{side}: {problem}"
+        for side, before, after in zip(("baseline", "current"), originals, rewritten, strict=True)
+        for problem in FAITHFUL[pair.kind](before, after)
+    ]
+    assert not problems, "; ".join(problems)
 
 
 @pytest.mark.parametrize(("pair", "transform"), CASES)
