@@ -11,7 +11,16 @@ call ``evalarc diff`` makes (:func:`evalarc.reports.diff.run_diff`).
 
 Transformations that add a provider or a prompt duplicate rows under a new matrix key, so the
 case ids of the copies gain the key's suffix: those compare the rows with the provider and
-prompt suffixes taken off, each original row expected once per copy.
+prompt suffixes taken off, each original row expected once per copy. Added checks must not
+create rows of their own where they really are compared: a promptfoo default assertion goes
+only into tests graded on both sides (on a test missing from one side, or whose provider
+errored, it would be a real removed or unassessed check); an added Inspect scorer runs on every
+scored sample as Inspect runs it, and its rows may block only on a sample that already blocked.
+
+Each rewrite is also judged without EvalArc (``test_transformation_keeps_every_test_and_outcome``):
+a transformation that lost a test, changed an outcome or left the file's own figures wrong
+would be a bug here. The property test is not marked xfail where today's readers fail it: those
+failures are the evidence issue 23 asks for.
 """
 
 from __future__ import annotations
