@@ -49,6 +49,7 @@ OUTCOME_TAGS = frozenset(
     {"failure", "error", "skipped", "rerunFailure", "rerunError", "flakyFailure", "flakyError"}
 )
 OTHER_SUITE = "metamorphic other suite"
+OTHER_PROJECT = "metamorphic other project"
 OTHER_CLASS_PREFIX = "metamorphic_other."
 OTHER_PROJECT_TESTS = ("metamorphic_extra_one", "metamorphic_extra_two", "metamorphic_extra_three")
 
@@ -164,7 +165,10 @@ def junit_wrap(root: ElementTree.Element) -> ElementTree.Element:
     return _wrapped(root)
 
 
-def _template_suite(root: ElementTree.Element) -> ElementTree.Element:
+def template_suite(root: ElementTree.Element) -> ElementTree.Element:
+    """The first ``<testsuite>``: inserted suites copy its attributes. One template serves both
+    sides, so an inserted suite is the same test on each (Playwright's project is the suite's
+    ``hostname``)."""
     for element in root.iter():
         if _tag(element) == "testsuite":
             return element
@@ -219,6 +223,7 @@ def mirror_templates(*roots: ElementTree.Element) -> list[ElementTree.Element]:
 def junit_mirror(
     root: ElementTree.Element,
     templates: Sequence[ElementTree.Element],
+    suite_template: ElementTree.Element,
     *,
     first: bool,
     other_classname: bool,
@@ -226,7 +231,7 @@ def junit_mirror(
     """Add a suite of another name holding a passing test of the same name as every test in
     ``templates`` (classname prefixed when ``other_classname``; node's constant ``test`` is its
     producer marker and is kept)."""
-    suite = _new_suite(_template_suite(root), OTHER_SUITE, len(templates))
+    suite = _new_suite(suite_template, OTHER_SUITE, len(templates))
     for template in templates:
         copy_ = passing_copy(template)
         classname = copy_.get("classname")
@@ -237,10 +242,14 @@ def junit_mirror(
 
 
 def junit_other_project(
-    root: ElementTree.Element, template: ElementTree.Element, *, first: bool
+    root: ElementTree.Element,
+    template: ElementTree.Element,
+    suite_template: ElementTree.Element,
+    *,
+    first: bool,
 ) -> ElementTree.Element:
     """Add a suite for another project/file holding passing tests of new names."""
-    suite = _new_suite(_template_suite(root), "metamorphic other project", len(OTHER_PROJECT_TESTS))
+    suite = _new_suite(suite_template, OTHER_PROJECT, len(OTHER_PROJECT_TESTS))
     for name in OTHER_PROJECT_TESTS:
         element = passing_copy(template)
         element.set("name", name)
@@ -748,6 +757,18 @@ def junit_discrepancies(root: ElementTree.Element) -> Counter[tuple[str, int]]:
             difference = int(comment.text.split()[1]) - actual_totals[name]
             if difference:
                 found[(f"<!-- {name} -->", difference)] += 1
+    return found
+
+
+def inserted_suites(data: bytes) -> list[tuple[Any, ...]]:
+    """The suites a transformation inserted, as their attributes (counters aside) and their
+    tests' attributes: a suite inserted into both sides must be the same test on each."""
+    found = []
+    for suite in parse_xml(data).iter():
+        if _tag(suite) == "testsuite" and suite.get("name") in (OTHER_SUITE, OTHER_PROJECT):
+            attributes = sorted((k, v) for k, v in suite.attrib.items() if k not in COUNTERS)
+            tests = [sorted(case.attrib.items()) for case in all_testcases(suite)]
+            found.append((attributes, tests))
     return found
 
 

@@ -25,6 +25,7 @@ failures are the evidence issue 23 asks for.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -40,6 +41,7 @@ from metamorphic_transforms import (
     EXTRA_SCORER,
     all_testcases,
     graded_tests,
+    inserted_suites,
     inspect_add_scorer,
     inspect_faithful,
     inspect_reorder_samples,
@@ -62,6 +64,7 @@ from metamorphic_transforms import (
     provider_label,
     reorder_zip_members,
     scored_samples,
+    template_suite,
     write_xml,
     zip_faithful,
 )
@@ -148,10 +151,11 @@ def _mirror(*, first: bool, other_classname: bool, both: bool) -> Callable[[Side
 
     def change(baseline: Any, current: Any) -> tuple[Any, Any]:
         templates = mirror_templates(baseline, current)
+        suite = copy.deepcopy(template_suite(current))
         options = {"first": first, "other_classname": other_classname}
         if both:
-            baseline = junit_mirror(baseline, templates, **options)
-        return baseline, junit_mirror(current, templates, **options)
+            baseline = junit_mirror(baseline, templates, suite, **options)
+        return baseline, junit_mirror(current, templates, suite, **options)
 
     return _xml(change)
 
@@ -159,9 +163,10 @@ def _mirror(*, first: bool, other_classname: bool, both: bool) -> Callable[[Side
 def _other_project(*, first: bool, both: bool) -> Callable[[Sides], Sides]:
     def change(baseline: Any, current: Any) -> tuple[Any, Any]:
         template = all_testcases(current)[0]
+        suite = copy.deepcopy(template_suite(current))
         if both:
-            baseline = junit_other_project(baseline, template, first=first)
-        return baseline, junit_other_project(current, template, first=first)
+            baseline = junit_other_project(baseline, template, suite, first=first)
+        return baseline, junit_other_project(current, template, suite, first=first)
 
     return _xml(change)
 
@@ -378,6 +383,9 @@ def test_transformation_keeps_every_test_and_outcome(pair: Pair, transform: Tran
         for side, before, after in zip(("baseline", "current"), originals, rewritten, strict=True)
         for problem in FAITHFUL[pair.kind](before, after)
     ]
+    inserted = [inserted_suites(side) for side in rewritten] if pair.kind == "junit" else []
+    if inserted and inserted[0] and inserted[0] != inserted[1]:
+        problems.append("the suite inserted into both sides differs between them")
     assert not problems, "; ".join(problems)
 
 
