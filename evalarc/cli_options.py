@@ -18,11 +18,12 @@ import click
 
 from evalarc.cli_emit import Emission, echo
 from evalarc.errors import EvalArcError, UsageError
+from evalarc.formats.registry import FORMAT_NAMES
 
 F = TypeVar("F", bound=Callable[..., Any])
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
-FORMAT_CHOICE = click.Choice(["auto", "inspect", "promptfoo", "junit", "evaluation"])
+FORMAT_CHOICE = click.Choice(["auto", *FORMAT_NAMES])
 COST_METRIC_CHOICE = click.Choice(["auto", "cost", "tokens", "duration"])
 LANGUAGE_CHOICE = click.Choice(["python", "javascript"])
 REPORT_FOLDER_HELP = "Write a new, self-verifying report folder here."

@@ -180,6 +180,8 @@ def test_help_loads_no_library_module_and_version_reads_the_metadata(tmp_path: P
     )
     expected = ["evalarc", "evalarc.cli", "evalarc.cli_emit", "evalarc.cli_options"]
     expected += ["evalarc.errors", "evalarc.terminal"]
+    # --format's choices come from the registry of formats (no reader is loaded with it).
+    expected += ["evalarc.formats", "evalarc.formats.registry"]
     assert done.stderr.strip() == f"{sorted(expected)} False"
     shown = subprocess.run(
         [sys.executable, "-m", "evalarc.cli", "--version"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import math
 from pathlib import Path
@@ -10,9 +11,10 @@ from evalarc.canonical import strict_loads
 from evalarc.errors import InputError, UsageError
 from evalarc.formats.archive import MEMBER_CAP, show_name
 from evalarc.formats.budget import reading_budget
-from evalarc.formats.evaluation import is_evaluation, read_evaluation, resolve_evaluation_path
+from evalarc.formats.evaluation import is_evaluation, resolve_evaluation_path
 from evalarc.formats.inspect import top_level_member_types
-from evalarc.formats.model import FORMATS, Run, Source
+from evalarc.formats.model import Run, Source
+from evalarc.formats.registry import FORMAT_NAMES, format_choices, not_a_result_file, reader_named
 
 MAX_RESULT_BYTES = 512 * 1024 * 1024
 """A result file larger than this is refused before it is read."""
@@ -25,17 +27,27 @@ MAX_CASE_ID_CHARS = 1024 * 1024
 """A case id longer than this is refused (one written with escapes passes the run check)."""
 
 ZIP_MAGIC = b"PK\x03\x04"
+HEAD_BYTES = 64
+"""How much of a file detection looks at before it parses anything."""
+_BOM = b"\xef\xbb\xbf"
+_WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _CHUNK = 1 << 20
 _MARKERS = (b'"', b"<")
 
 
 def detect_format(path: Path, head: bytes) -> str:
     """Name the format of ``path`` from its suffix and first bytes (JSON is parsed only when the
-    cheap signals do not decide)."""
+    cheap signals do not decide). A file of none of them is refused with the one line of
+    :func:`~evalarc.formats.registry.not_a_result_file`: no ``--format`` would read it, so the
+    line says what EvalArc reads instead. JSON that breaks off is still "not JSON" (a truncated
+    log of a known format should be named as one)."""
     if path.suffix == ".eval" or head.startswith(ZIP_MAGIC):
         return "inspect"
     if path.suffix == ".xml" or head.lstrip().startswith(b"<"):
         return "junit"
+    problem = _not_json_text(head)
+    if problem is not None:
+        raise InputError(not_a_result_file(path, problem))
     # Stream the top-level members instead of parsing a (possibly huge) log twice: an Inspect
     # log names its `eval` object in its first few keys, so detection stops there.
     saw_results = saw_schema = False
@@ -48,11 +60,36 @@ def detect_format(path: Path, head: bytes) -> str:
             return "promptfoo"
         saw_results = saw_results or (key == "results" and kind is dict)
         saw_schema = saw_schema or (key == "schema_version" and kind is str)
-    if saw_schema and is_evaluation(_parse_json_file(path)):
-        return "evaluation"
+    problem = ""
+    if saw_schema:
+        document = _parse_json_file(path)
+        if is_evaluation(document):
+            return "evaluation"
+        assert isinstance(document, dict)
+        problem = f"schema_version {show_name(str(document.get('schema_version')))}"
     if saw_results:
         return "promptfoo"
-    raise InputError(f"cannot detect the format of {path}; pass --format")
+    raise InputError(not_a_result_file(path, problem))
+
+
+def _not_json_text(head: bytes) -> str | None:
+    """What the first bytes of a file show it is when no JSON document can start there ("" for
+    text of no known kind); None when it may be JSON (or UTF-16 text, which the JSON reader
+    refuses by name)."""
+    if not head:
+        return "an empty file"
+    if head.startswith(_WIDE_BOMS):
+        return None
+    start = head.removeprefix(_BOM).lstrip(b" \t\r\n")
+    if not start:
+        return "only whitespace" if len(head) < HEAD_BYTES else None
+    if start[:1] in (b"{", b"["):
+        return None
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return "binary data"
+    return "binary data" if b"\x00" in head else ""
 
 
 def _parse_json_file(path: Path) -> object:
@@ -67,10 +104,8 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
 
     Raises InputError naming the file for anything unusable; never returns a run without cases.
     """
-    if format != "auto" and format not in FORMATS:
-        raise UsageError(
-            f"unknown format {format!r}; use auto, inspect, promptfoo, junit or evaluation"
-        )
+    if format != "auto" and format not in FORMAT_NAMES:
+        raise UsageError(f"unknown format {format!r}; use {format_choices()}")
     if not math.isfinite(threshold):
         raise UsageError("--threshold must be a finite number")
     path = resolve_evaluation_path(path)
@@ -86,7 +121,7 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
     digest, longest_runs = _digest_and_runs(path)
     source = Source(name=path.name, sha256=digest)
     with path.open("rb") as handle:
-        head = handle.read(64)
+        head = handle.read(HEAD_BYTES)
     marker = _value_marker(path, head, format)
     if marker is not None and longest_runs[marker] > MAX_VALUE_BYTES:
         raise InputError(
@@ -120,21 +155,7 @@ def _with_whole_path(error: InputError, path: Path) -> InputError:
 
 
 def _read(path: Path, source: Source, threshold: float, chosen: str) -> Run:
-    if chosen == "inspect":
-        from evalarc.formats.inspect import read_inspect
-
-        run = read_inspect(path, source, threshold)
-    elif chosen == "evaluation":
-        run = read_evaluation(path, source, threshold)
-    elif chosen == "promptfoo":
-        from evalarc.formats.promptfoo import read_promptfoo
-
-        run = read_promptfoo(path, source, threshold)
-    else:
-        from evalarc.formats.junit import read_junit
-
-        run = read_junit(path, source, threshold)
-    return run
+    return reader_named(chosen).read(path, source, threshold)
 
 
 def _digest_and_runs(path: Path) -> tuple[str, dict[bytes, int]]:

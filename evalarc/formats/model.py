@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-FormatName = Literal["inspect", "promptfoo", "junit", "evaluation"]
-FORMATS: tuple[FormatName, ...] = ("inspect", "promptfoo", "junit", "evaluation")
+FormatName = str
+"""The name of the reader that made a run: one of
+:data:`evalarc.formats.registry.FORMAT_NAMES` (the one list of formats)."""
 
 EVIDENCE_LIMIT = 500
 """Evidence text is cut to this many characters plus an ellipsis."""

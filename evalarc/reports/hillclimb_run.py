@@ -57,7 +57,7 @@ from evalarc.errors import (
 )
 from evalarc.formats import Run, load_results
 from evalarc.formats.harness import HarnessFile
-from evalarc.formats.model import FORMATS
+from evalarc.formats.registry import FORMAT_NAMES
 from evalarc.formats.split import CaseSplit, load_split
 from evalarc.reports.hillclimb import (
     SPLIT_FILE,
@@ -314,7 +314,7 @@ def load_loop_config(path: Path) -> LoopConfig:
         min_effect=None if min_effect is None else float(min_effect),
         timeout_seconds=timeout,
         result_suffix=reader.choice("result_suffix", ".json", RESULT_SUFFIXES),
-        format=reader.choice("format", "auto", ("auto", *FORMATS)),
+        format=reader.choice("format", "auto", ("auto", *FORMAT_NAMES)),
         threshold=reader.number("threshold", 1.0),
         leak_min_chars=reader.integer("leak_min_chars", 12, MIN_LEAK_CHARS),
         paste_check=paste_check,

@@ -802,6 +802,7 @@ _SITE_HEAD = b'{"schema_version": "evalarc.site.v1", "reports": '
 # -- the catalogue ----------------------------------------------------------------------------
 
 NOT_JSON = "is not JSON"
+NOT_A_RESULT_FILE = "not a result file EvalArc reads"
 DTD = "JUnit XML with a DTD or entities is not accepted"
 NOT_READABLE_EVAL = "is not a readable Inspect log"
 UNSAFE_MEMBER = "has an unsafe member name"
@@ -875,15 +876,15 @@ ENTRIES: list[Entry] = [
         "is not valid UTF-8",
     ),
     Entry("results/nul_bytes.json", "result", "binary garbage with NUL bytes", NOT_JSON),
-    Entry("results/empty.json", "result", "an empty file", NOT_JSON),
+    Entry("results/empty.json", "result", "an empty file", NOT_A_RESULT_FILE),
     Entry("results/empty.xml", "result", "an empty XML file", "is not JUnit XML"),
-    Entry("results/whitespace_only.json", "result", "only whitespace", NOT_JSON),
-    Entry("results/bom_only.json", "result", "only a UTF-8 byte order mark", NOT_JSON),
+    Entry("results/whitespace_only.json", "result", "only whitespace", NOT_A_RESULT_FILE),
+    Entry("results/bom_only.json", "result", "only a UTF-8 byte order mark", NOT_A_RESULT_FILE),
     Entry(
         "results/json_array.json",
         "result",
         "a JSON array (no format has a top-level array)",
-        "cannot detect the format",
+        NOT_A_RESULT_FILE,
     ),
     Entry(
         "results/json_array_as_inspect.json",
@@ -903,7 +904,7 @@ ENTRIES: list[Entry] = [
         "results/json_string.json",
         "result",
         "a JSON string that names the evaluation schema",
-        "cannot detect the format",
+        NOT_A_RESULT_FILE,
     ),
     # ---- result files: shapes ---------------------------------------------------------------
     Entry(
