@@ -89,7 +89,7 @@ def test_readme_documents_every_pair_and_one_command_per_tool(corpus: Path) -> N
     promptfoo = json.loads(
         (corpus / "promptfoo/generated/truth.json").read_text(encoding="utf-8")
     )["pairs"]
-    assert len(promptfoo) == 6
+    assert len(promptfoo) == 9
     for name in promptfoo:
         assert f"`generated/{name}." in readme, name
     junit = [path.parent.name for path in corpus.glob("junit/*/truth.json")]
