@@ -279,12 +279,14 @@ class RowShapeError(ValueError):
     """A row the reader cannot take at its word; the text follows ``results.results[i]``."""
 
 
-def reconcile_row(row: dict[str, Any]) -> None:
+def reconcile_row(row: dict[str, Any], components: bool = True) -> None:
     """Check a row's own verdicts against each other as promptfoo writes them: ``success`` a
     bool, ``failureReason`` (when present) one of 0, 1, 2 and never 2 on a success,
     ``gradingResult.pass`` a bool equal to ``success`` unless the row errored, and every
     component result an object with a bool ``pass``. Raises RowShapeError naming the field and
-    its value: an unknown shape is refused, never read as "unassessed"."""
+    its value: an unknown shape is refused, never read as "unassessed". ``components=False``
+    leaves the component results to the caller (:meth:`RowReader.read` checks each as it reads
+    it, in its one pass)."""
     success = row.get("success")
     if not isinstance(success, bool):
         raise RowShapeError(f".success is {_shown(success)}, not true or false")
@@ -307,22 +309,30 @@ def reconcile_row(row: dict[str, Any]) -> None:
                 f": its own verdicts disagree: success is {_shown(success)}, "
                 f"gradingResult.pass is {_shown(verdict)}"
             )
-    components = grading.get("componentResults")
-    if components is None:
+    listed = grading.get("componentResults")
+    if listed is None:
         return
-    if not isinstance(components, list):
-        raise RowShapeError(f".gradingResult.componentResults is {_shown(components)}, not a list")
-    for number, component in enumerate(components):
-        if not isinstance(component, dict):
-            raise RowShapeError(
-                f".gradingResult.componentResults[{number}] is {_shown(component)}, not an object"
-            )
-        verdict = component.get("pass")
-        if not isinstance(verdict, bool):
-            raise RowShapeError(
-                f".gradingResult.componentResults[{number}].pass is {_shown(verdict)}, "
-                "not true or false"
-            )
+    if not isinstance(listed, list):
+        raise RowShapeError(f".gradingResult.componentResults is {_shown(listed)}, not a list")
+    if components:
+        for number, component in enumerate(listed):
+            component_verdict(component, number)
+
+
+def component_verdict(component: object, number: int) -> bool:
+    """The ``pass`` of the component result at ``number``; RowShapeError naming it when the
+    component is not an object or its ``pass`` not a bool."""
+    if type(component) is not dict:
+        raise RowShapeError(
+            f".gradingResult.componentResults[{number}] is {_shown(component)}, not an object"
+        )
+    verdict = component.get("pass")
+    if type(verdict) is not bool:
+        raise RowShapeError(
+            f".gradingResult.componentResults[{number}].pass is {_shown(verdict)}, "
+            "not true or false"
+        )
+    return verdict
 
 
 def _shown(value: object) -> str:
@@ -590,7 +600,8 @@ class RowReader:
 
         Raises RowShapeError when the row's own verdicts are of an unknown shape or disagree
         (:func:`reconcile_row`)."""
-        reconcile_row(row)
+        error_row = is_provider_error(row)
+        reconcile_row(row, components=error_row)
         get = row.get
         share = self.share
         graders = self.graders
@@ -631,7 +642,7 @@ class RowReader:
             if sha is None and len(self._own) < SHARED_LIMIT:
                 self._own[(outcome, own_evidence)] = own
         verdicts[SUCCESS_CHECK] = outcome
-        if is_provider_error(row):
+        if error_row:
             self.provider_errors = True
             return RowEntry(
                 key=key,
@@ -645,6 +656,9 @@ class RowReader:
         components = grading.get("componentResults")
         checks: list[tuple[str, Attempt]] = []
         if isinstance(components, list) and components:
+            verdicts_in_order = [
+                component_verdict(component, number) for number, component in enumerate(components)
+            ]
             facts = [
                 self._assertion(_as_dict(component.get("assertion"))) for component in components
             ]
@@ -652,7 +666,9 @@ class RowReader:
             made: dict[tuple[object, ...], Attempt] = {}
             if len(set(names)) < len(names):
                 names = [share(name) for name in unique_names(names)]
-            for name, fact, fields in zip(names, facts, components, strict=True):
+            for name, fact, fields, passed in zip(
+                names, facts, components, verdicts_in_order, strict=True
+            ):
                 assertion = _as_dict(fields.get("assertion"))
                 if "provider" in assertion:
                     grader = grader_name(assertion["provider"])
@@ -660,7 +676,6 @@ class RowReader:
                         graders.graders.add(grader)
                 if fact.model_graded:
                     graders.model_graded.add(name)
-                passed = fields["pass"]
                 evidence = cut_evidence(fields.get("reason"))
                 score = fields.get("score")
                 # Checks of one row with the same verdict, score and reason share one attempt
