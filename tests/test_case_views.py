@@ -63,9 +63,10 @@ def test_promptfoo_and_junit_evidence_use_the_readers_case_ids() -> None:
     head = {item.label: item.text for item in side.sections[0].items}
     assert head["output"].startswith("Refund approved: $80")
     assert json.loads(head["vars"])["order"] == "A-1003"
+    # titled with the diff's check names
     assert [s.title for s in side.sections[1:]] == [
-        "Repeat 1 · assertion icontains",
-        "Repeat 1 · assertion not-icontains",
+        "Repeat 1 · assertion icontains: already refunded",
+        "Repeat 1 · assertion not-icontains: refund approved",
     ]
     junit = read_case_evidence(EXAMPLES / "junit" / "current.xml", "junit")
     failing = junit["refund_checks::test_policy_outcome[refund-duplicate]"]

@@ -36,7 +36,11 @@ def _row(description: str, provider: str, prompt: str, passed: bool) -> dict[str
 
 def _promptfoo(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    document = {"results": {"version": 3, "results": rows, "stats": {"successes": 1}}}
+    passed = sum(1 for row in rows if row.get("success") is True)
+    errors = sum(1 for row in rows if not row.get("success") and row.get("failureReason") == 2)
+    # promptfoo's stats count the rows; the reader refuses a file whose counts disagree
+    stats = {"successes": passed, "failures": len(rows) - passed - errors, "errors": errors}
+    document = {"results": {"version": 3, "results": rows, "stats": stats}}
     path.write_text(json.dumps(document), encoding="utf-8")
     return path
 
@@ -87,9 +91,13 @@ def test_numeric_ids_sort_naturally_and_rows_show_k_of_n(tmp_path: Path) -> None
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert lines[0].endswith("| Added: 0 | Unchanged: 0")
-    assert lines[1:4] == [
+    # each case's own verdict, the check (test), then its assertion
+    assert lines[1:7] == [
+        "  regressed: case-1 / (test): passed 1/1 -> 0/1",
         "  regressed: case-1 / equals: x: passed 1/1 -> 0/1",
+        "  regressed: case-2 / (test): passed 1/1 -> 0/1",
         "  regressed: case-2 / equals: x: passed 1/1 -> 0/1",
+        "  regressed: case-10 / (test): passed 1/1 -> 0/1",
         "  regressed: case-10 / equals: x: passed 1/1 -> 0/1",
     ]
 
@@ -103,9 +111,10 @@ def test_a_provider_added_to_the_matrix_keeps_the_others_paired(tmp_path: Path) 
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     # Before: the baseline's case was "t", the current's "t · gpt": 1 removed, 2 added.
-    assert report["counts"]["removed"] == 0 and report["counts"]["added"] == 1
-    assert report["counts"]["unchanged"] == 1
-    assert [row["case_id"] for row in report["changes"]] == ["t · claude"]
+    # (each case holds two checks: (test), the test's own verdict, and equals: x)
+    assert report["counts"]["removed"] == 0 and report["counts"]["added"] == 2
+    assert report["counts"]["unchanged"] == 2
+    assert [row["case_id"] for row in report["changes"]] == ["t · claude", "t · claude"]
     assert report["matrix"]["providers"]["current_only"] == ["claude"]
     text = _invoke("diff", base, cur)
     assert "  Provider only in the current run: claude (their cases are added)" in (

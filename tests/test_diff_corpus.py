@@ -266,13 +266,18 @@ def blocking_cases(report: dict[str, Any]) -> list[str]:
 
 def test_promptfoo_qa(corpus: Path) -> None:
     report = promptfoo_diff(corpus, "qa")
+    # every row carries the test's own verdict (promptfoo's `success`) as the check (test)
     assert rows(report) == [
+        ("regressed", "T02 capital of Japan", "(test)"),
         ("regressed", "T02 capital of Japan", "icontains: Tokyo"),
         ("regressed", "T02 capital of Japan", "not-icontains: not sure"),
+        ("regressed", "T09 gold symbol", "(test)"),
         ("regressed", "T09 gold symbol", "icontains: Au"),
         ("regressed", "T09 gold symbol", "not-icontains: not sure"),
+        ("improved", "T04 speed of light", "(test)"),
         ("improved", "T04 speed of light", "icontains: 299792458"),
         ("improved", "T04 speed of light", "not-icontains: not sure"),
+        ("improved", "T07 boiling point", "(test)"),
         ("improved", "T07 boiling point", "icontains: 100"),
         ("improved", "T07 boiling point", "not-icontains: not sure"),
     ]
@@ -288,10 +293,15 @@ def test_promptfoo_qa(corpus: Path) -> None:
 
 def test_promptfoo_repeat(corpus: Path) -> None:
     report = promptfoo_diff(corpus, "repeat")
+    # one assertion per test: its (test) check moves with it
     assert [(kind, case) for kind, case, _ in rows(report)] == [
         ("regressed", "R5 loses all"),
+        ("regressed", "R5 loses all"),
+        ("less_reliable", "R2 loses one"),
         ("less_reliable", "R2 loses one"),
         ("improved", "R3 fixed"),
+        ("improved", "R3 fixed"),
+        ("improved", "R4 flaky improves"),
         ("improved", "R4 flaky improves"),
     ]
     assert blocking_cases(report) == lost_cases("repeat")
@@ -300,35 +310,44 @@ def test_promptfoo_repeat(corpus: Path) -> None:
         baseline, current = (f"{side[0]}/{side[1]}" for side in (lost["baseline"], lost["current"]))
         assert tallies(report, lost["test"], "equals: yes") == (baseline, current)
     assert tallies(report, "R4 flaky improves", "equals: yes") == ("1/3", "2/3")
-    assert report["counts"]["unchanged"] == 1  # R1 passes 3/3 in both runs
+    assert report["counts"]["unchanged"] == 2  # R1 passes 3/3 in both runs (test and equals)
 
 
 def test_promptfoo_echo(corpus: Path) -> None:
     report = promptfoo_diff(corpus, "echo")
     assert rows(report) == [
+        ("regressed", "E1 Ada", "(test)"),
         ("regressed", "E1 Ada", "starts-with: Hello"),
+        ("regressed", "E2 Linus", "(test)"),
         ("regressed", "E2 Linus", "javascript: output.length <= 30"),
+        ("improved", "E3 Grace", "(test)"),
         ("improved", "E3 Grace", "contains: Arlington"),
-        ("improved", "E4 Alan", "contains: London"),
+        ("improved", "E4 Alan", "contains: London"),  # E4 still fails on not-contains
+        ("improved", "E5 Barbara", "(test)"),
         ("improved", "E5 Barbara", "icontains: enjoy"),
     ]
     assert blocking_cases(report) == lost_cases("echo")
-    assert report["counts"]["unchanged"] == 2
+    assert report["counts"]["unchanged"] == 3
 
 
 def test_promptfoo_metrics(corpus: Path) -> None:
     report = promptfoo_diff(corpus, "metrics")
     assert rows(report) == [
-        ("regressed", "M1 sum", "accuracy"),  # a named metric names its check
-        ("regressed", "M2 sql", "safety"),
+        ("regressed", "M1 sum", "(test)"),
+        ("regressed", "M1 sum", "accuracy · contains: 4"),  # a named metric prefixes its check
+        ("regressed", "M2 sql", "(test)"),
+        ("regressed", "M2 sql", "safety · not-icontains: drop table"),
         # inside a test failing in both runs: one assertion regresses, another improves
         ("regressed", "M3 greeting", "javascript: output.length < 40"),
-        ("regressed", "M5 fruit", "contains-any"),  # a list-valued assertion: named by its type
+        ("regressed", "M5 fruit", "(test)"),
+        ("regressed", "M5 fruit", 'contains-any: ["apples","pears"]'),  # a list value as JSON
         ("improved", "M3 greeting", "starts-with: Hello"),
-        ("improved", "M4 refusal", "contains-any"),
+        ("improved", "M4 refusal", "(test)"),
+        ("improved", "M4 refusal", 'contains-any: ["cannot","can\'t","won\'t"]'),
     ]
     assert blocking_cases(report) == lost_cases("metrics")
-    assert report["counts"]["unchanged"] == 2  # M2 sql and M3 greeting's contains: Ada
+    # M2 sql's sql check, M3 greeting's contains: Ada and its (test), failing in both
+    assert report["counts"]["unchanged"] == 3
 
 
 def test_promptfoo_realworld_self_diff(corpus: Path) -> None:

@@ -204,16 +204,19 @@ def test_promptfoo_pair_gives_the_documented_diff() -> None:
     report = diff(folder / "baseline.json", folder / "current.json")
 
     assert report["format"] == "promptfoo"
-    assert report["counts"] == counts(regressed=2, improved=2, unchanged=3)
-    assert report["blocking_changes"] == 2
+    # 7 assertions and, per test, its own verdict (promptfoo's `success`) as the check (test)
+    assert report["counts"] == counts(regressed=3, improved=3, unchanged=5)
+    assert report["blocking_changes"] == 3
     assert report["gate_passed"] is False
     for side in ("baseline", "current"):
         assert report[side]["headline"] == {"name": "promptfoo pass rate", "value": 0.75}
         assert report[side]["cases"] == 4
-        assert report[side]["checks"] == 7
+        assert report[side]["checks"] == 11
         rate = report[side]["check_pass_rate"]
-        assert (rate["passed"], rate["assessed"]) == (5, 7)
+        assert (rate["passed"], rate["assessed"]) == (8, 11)
     assert rows(report) == {
+        ("regressed", "duplicate refund is rejected", "(test)"),
+        ("improved", "large refund is escalated", "(test)"),
         ("regressed", "duplicate refund is rejected", "icontains: already refunded"),
         ("regressed", "duplicate refund is rejected", "not-icontains: refund approved"),
         ("improved", "large refund is escalated", "icontains: escalated"),

@@ -14,7 +14,7 @@ from evalarc.canonical import sha256_file, sha256_text
 from evalarc.errors import InputError
 from evalarc.formats.load import load_results
 from evalarc.formats.model import Material, Run, Source
-from evalarc.formats.promptfoo import read_promptfoo
+from evalarc.formats.promptfoo import SUCCESS_CHECK, read_promptfoo
 
 
 def _read(path: Path) -> Run:
@@ -27,11 +27,9 @@ def _verdicts(run: Run, case: str) -> dict[str, list[bool | None]]:
 
 
 def _passing_rows(run: Run) -> int:
-    """Rows whose every check passed (promptfoo's own success)."""
+    """Rows whose own verdict, the (test) check, passed (promptfoo's own success)."""
     return sum(
-        all(v is True for v in meta.verdicts.values())
-        for metas in run.samples.values()
-        for meta in metas
+        meta.verdicts[SUCCESS_CHECK] is True for metas in run.samples.values() for meta in metas
     )
 
 
@@ -104,17 +102,20 @@ def test_qa_checks_and_changes(corpus: Path) -> None:
     def assertions(run: Run) -> Counter[bool | None]:
         return Counter(a.passed for c in run.cases.values() for x in c.values() for a in x)
 
-    assert assertions(baseline) == Counter({True: 24, False: 6})
-    assert assertions(current) == Counter({True: 24, False: 6})
+    # 30 assertions and 10 rows' own verdicts (the (test) check) on each side
+    assert assertions(baseline) == Counter({True: 24 + 7, False: 6 + 3})
+    assert assertions(current) == Counter({True: 24 + 7, False: 6 + 3})
     assert _verdicts(baseline, "T02 capital of Japan") == {
+        "(test)": [True],
         "icontains: Tokyo": [True],
         "not-icontains: not sure": [True],
-        "brevity": [True],
+        "brevity · javascript: output.length < 80": [True],
     }
     assert _verdicts(current, "T02 capital of Japan")["icontains: Tokyo"] == [False]
-    # A named metric names its check: it passes in every test of both runs.
+    # A named metric prefixes its check's name: it passes in every test of both runs.
+    brevity = "brevity · javascript: output.length < 80"
     for run in (baseline, current):
-        assert all(checks["brevity"][0].passed is True for checks in run.cases.values())
+        assert all(checks[brevity][0].passed is True for checks in run.cases.values())
     improved = {"T04 speed of light": "icontains: 299792458", "T07 boiling point": "icontains: 100"}
     for case, check in improved.items():
         assert baseline.cases[case][check][0].passed is False, case
@@ -149,10 +150,11 @@ def test_repeats_collapse_into_attempts_of_one_case(corpus: Path) -> None:
     for run, side in ((baseline, 0), (current, 1)):
         assert list(run.cases) == list(expected)
         for case, outcomes in expected.items():
-            (attempts,) = run.cases[case].values()
-            assert [a.passed for a in attempts] == outcomes[side], (side, case)
+            assert list(run.cases[case]) == ["(test)", "equals: yes"]
+            for attempts in run.cases[case].values():
+                assert [a.passed for a in attempts] == outcomes[side], (side, case)
             assert len(run.samples[case]) == 3
-    assert list(current.cases["R2 loses one"]) == ["equals: yes"]
+    assert list(current.cases["R2 loses one"]) == ["(test)", "equals: yes"]
 
 
 # --- echo ------------------------------------------------------------------------------------
@@ -169,10 +171,15 @@ def test_echo_provider_runs(corpus: Path) -> None:
     # A failed assertion is an assertion failure, not a provider error.
     assert all("provider error" not in checks for checks in current.cases.values())
     assert _verdicts(baseline, "E4 Alan") == {
+        "(test)": [False],
         "contains: London": [False],
         "not-contains: ,": [False],
     }
-    assert _verdicts(current, "E4 Alan") == {"contains: London": [True], "not-contains: ,": [False]}
+    assert _verdicts(current, "E4 Alan") == {
+        "(test)": [False],
+        "contains: London": [True],
+        "not-contains: ,": [False],
+    }
     assert _verdicts(current, "E1 Ada")["starts-with: Hello"] == [False]
     assert _verdicts(current, "E2 Linus")["javascript: output.length <= 30"] == [False]
     meta = current.samples["E1 Ada"][0]
@@ -199,6 +206,7 @@ def test_sample_export_two_providers(corpus: Path) -> None:
         'alive with wind. What am I?"} · openai:gpt-5-mini'
     )
     assert _verdicts(run, echo_mini) == {
+        "(test)": [False],
         "cost": [True],
         "latency": [False],
         "contains: echo": [True],
@@ -215,8 +223,10 @@ def test_sample_export_two_providers(corpus: Path) -> None:
     rubric_names = [
         n for n in run.graders.model_graded_checks if n != "llm-rubric: Do not apologize"
     ]
-    assert len(rubric_names) == 1 and rubric_names[0].endswith("…")
-    assert len(rubric_names[0]) == len("llm-rubric: ") + 60 + 1
+    # a value cut short is followed by the start of its sha256, so cut values never collide
+    assert len(rubric_names) == 1 and re.fullmatch(
+        r"llm-rubric: .{60}… \[[0-9a-f]{8}\]", rubric_names[0]
+    )
 
 
 # --- rules shown on small files written here ---------------------------------------------------
@@ -235,13 +245,25 @@ def _row(**fields: Any) -> dict[str, Any]:
     return row
 
 
-def _write(tmp_path: Path, rows: list[dict[str, Any]], name: str = "out.json") -> Path:
+def _stats(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """What promptfoo's ``stats`` says of these rows (its own counting rule)."""
+    successes = sum(row.get("success") is True for row in rows)
+    errors = sum(row.get("success") is not True and row.get("failureReason") == 2 for row in rows)
+    return {"successes": successes, "failures": len(rows) - successes - errors, "errors": errors}
+
+
+def _write(
+    tmp_path: Path,
+    rows: list[dict[str, Any]],
+    name: str = "out.json",
+    stats: dict[str, Any] | None = None,
+) -> Path:
     document = {
         "config": {"description": "made here"},
         "results": {
             "version": 3,
             "results": rows,
-            "stats": {"successes": 1, "failures": 1, "errors": 2},
+            "stats": _stats(rows) if stats is None else stats,
         },
     }
     path = tmp_path / name
@@ -267,7 +289,7 @@ def test_labels_add_vars_only_when_a_description_is_ambiguous(tmp_path: Path) ->
         "test 7",
     ]
     assert len(run.samples['{"a": 2, "b": 1}']) == 2
-    assert run.headline is not None and run.headline.value == pytest.approx(0.25)
+    assert run.headline is not None and run.headline.value == pytest.approx(1.0)
 
 
 def test_labels_add_provider_and_prompt_only_when_there_are_several(tmp_path: Path) -> None:
@@ -285,15 +307,22 @@ def test_labels_add_provider_and_prompt_only_when_there_are_several(tmp_path: Pa
     assert run.identity["providers"] == ["mine", "openai:gpt-4o", "provider"]
 
 
+def _failed(**fields: Any) -> dict[str, Any]:
+    grading = {"pass": False, "reason": "no", "componentResults": []}
+    return _row(success=False, failureReason=1, gradingResult=grading, **fields)
+
+
 def test_attempts_follow_file_order_not_test_index(tmp_path: Path) -> None:
     rows = [
-        _row(testIdx=5, success=False, testCase={"description": "d"}),
+        _failed(testIdx=5, testCase={"description": "d"}),
         _row(testIdx=1, success=True, testCase={"description": "d"}),
-        _row(testIdx=3, success="yes", testCase={"description": "d"}),
+        _row(
+            testIdx=3, failureReason=2, success=False, error="boom", testCase={"description": "d"}
+        ),
     ]
     run = _read(_write(tmp_path, rows))
-    assert _verdicts(run, "d") == {"success": [False, True, None]}
-    assert run.cases["d"]["success"][0].evidence == "ok"
+    assert _verdicts(run, "d") == {"(test)": [False, True, None]}
+    assert run.cases["d"]["(test)"][0].evidence == "no"
 
 
 def test_provider_errors_are_unassessed_on_the_declared_checks(tmp_path: Path) -> None:
@@ -302,32 +331,42 @@ def test_provider_errors_are_unassessed_on_the_declared_checks(tmp_path: Path) -
         {"pass": True, "assertion": declared[0]},
         {"pass": False, "assertion": declared[1]},
     ]
+    errored: dict[str, Any] = {"failureReason": 2, "success": False, "gradingResult": None}
     rows = [
-        # A provider error whose test declares two assertions: unassessed on both, evidence the
-        # error text; no "provider error" check appears.
-        _row(
-            failureReason=2, error="rate limited", testCase={"description": "a", "assert": declared}
-        ),
-        _row(error="socket hang up", gradingResult=None, testCase={"description": "b"}),
-        _row(error="assertion failed", success=False, testCase={"description": "c"}),
+        # A provider error whose test declares two assertions: unassessed on both and on the
+        # test's own verdict, evidence the error text; no "provider error" check appears.
+        _row(error="rate limited", testCase={"description": "a", "assert": declared}, **errored),
+        # promptfoo's "No output": success false without failureReason 2 is a failure
+        _row(error="No output", success=False, gradingResult=None, testCase={"description": "b"}),
+        _failed(error="assertion failed", testCase={"description": "c"}),
         # The same test once graded, once errored: the error is unassessed on the graded names.
         _row(
+            success=False,
+            failureReason=1,
             testCase={"description": "d", "assert": declared},
             gradingResult={"pass": False, "componentResults": components},
         ),
-        _row(failureReason=2, error="timeout", testCase={"description": "d", "assert": declared}),
+        _row(error="timeout", testCase={"description": "d", "assert": declared}, **errored),
     ]
     run = _read(_write(tmp_path, rows))
-    assert set(run.cases["a"]) == {"contains: x", "m"}
+    assert set(run.cases["a"]) == {"(test)", "contains: x", "m · equals: 1"}
     for attempts in run.cases["a"].values():
         assert [(a.passed, a.evidence) for a in attempts] == [(None, "rate limited")]
-    assert _verdicts(run, "b") == {"success": [None]}
-    assert run.cases["b"]["success"][0].evidence == "socket hang up"
-    assert _verdicts(run, "c") == {"success": [False]}
-    assert _verdicts(run, "d") == {"contains: x": [True, None], "m": [False, None]}
-    assert run.cases["d"]["m"][1].evidence == "timeout"
+    assert _verdicts(run, "b") == {"(test)": [False]}
+    assert run.cases["b"]["(test)"][0].evidence == "No output"
+    assert _verdicts(run, "c") == {"(test)": [False]}
+    assert _verdicts(run, "d") == {
+        "(test)": [False, None],
+        "contains: x": [True, None],
+        "m · equals: 1": [False, None],
+    }
+    assert run.cases["d"]["m · equals: 1"][1].evidence == "timeout"
     assert all("provider error" not in checks for checks in run.cases.values())
-    assert run.samples["a"][0].verdicts == {"contains: x": None, "m": None}
+    assert run.samples["a"][0].verdicts == {
+        "(test)": None,
+        "contains: x": None,
+        "m · equals: 1": None,
+    }
 
 
 def test_component_names_metric_type_value_and_duplicates(tmp_path: Path) -> None:
@@ -336,7 +375,7 @@ def test_component_names_metric_type_value_and_duplicates(tmp_path: Path) -> Non
         {"pass": True, "score": 1, "reason": "r1", "assertion": {"type": "equals", "value": 42}},
         {"pass": False, "score": 0, "reason": "r2", "assertion": {"type": "equals", "value": 42}},
         {"pass": True, "assertion": {"type": "equals", "value": 42}},
-        {"pass": None, "assertion": {"type": "contains", "value": long_value}},
+        {"pass": True, "assertion": {"type": "contains", "value": long_value}},
         {
             "pass": True,
             "assertion": {
@@ -368,20 +407,22 @@ def test_component_names_metric_type_value_and_duplicates(tmp_path: Path) -> Non
         )
     ]
     run = _read(_write(tmp_path, rows))
+    cut = sha256_text(long_value)[:8]
     assert list(run.cases["d"]) == [
+        "(test)",
         "equals: 42",
         "equals: 42 #2",
         "equals: 42 #3",
-        "contains: line one line two " + "x" * 42 + "…",
-        "tone",
+        "contains: line one line two " + "x" * 42 + f"… [{cut}]",
+        "tone · llm-rubric: polite",
         "is-json",
         "assertion",
-        "contains",
+        "contains: true",
     ]
     assert _verdicts(run, "d")["equals: 42 #2"] == [False]
     assert run.cases["d"]["equals: 42 #2"][0].evidence == "r2"
     assert run.cases["d"]["equals: 42 #2"][0].value == 0
-    assert run.graders.model_graded_checks == ["tone"]
+    assert run.graders.model_graded_checks == ["tone · llm-rubric: polite"]
     assert run.graders.grader_models == ["anthropic:claude", "openai:gpt-4o"]
     assert run.graders.self_graded == ["openai:gpt-4o"]
     meta = run.samples["d"][0]
@@ -437,7 +478,7 @@ HOSTILE: list[tuple[str, bytes, str]] = [
     (
         "verdictless.json",
         b'{"results": {"results": [{"success": null}, {"gradingResult": {}}]}}',
-        "nothing in it could be assessed",
+        "results.results[0].success is null, not true or false",
     ),
     ("nan.json", b'{"results": {"results": [], "stats": {"successes": NaN}}}', "is not JSON"),
     ("inf.json", b'{"results": {"results": [{"cost": 1e999}]}}', "is not JSON"),

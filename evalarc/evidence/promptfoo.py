@@ -14,6 +14,7 @@ from evalarc.errors import EvalArcError
 from evalarc.evidence.model import CaseEvidence, Section, SideEvidence
 from evalarc.formats.model import MatrixKey, Run
 from evalarc.formats.promptfoo import each_row, matrix_ids, provider_name, row_key
+from evalarc.formats.promptfoo_rows import component_names
 
 
 def _as_dict(value: object) -> dict[str, Any]:
@@ -27,6 +28,7 @@ def _row_sections(row: dict[str, Any], repeat: int) -> list[Section]:
     grading = _as_dict(row.get("gradingResult"))
     passed = row.get("success")
     tone = "ok" if passed is True else "bad" if passed is False else "warn"
+    # The head carries the row's own verdict: the diff's (test) check.
     head = Section(f"Repeat {repeat} · {provider}", tone=tone)
     head.add("prompt", prompt.get("raw"), pre=True)
     head.add("prompt template", prompt.get("label"), pre=True)
@@ -39,11 +41,12 @@ def _row_sections(row: dict[str, Any], repeat: int) -> list[Section]:
     head.add("score", row.get("score"))
     sections = [head]
     components = grading.get("componentResults")
-    for number, component in enumerate(components if isinstance(components, list) else [], 1):
+    listed = components if isinstance(components, list) else []
+    # Titled with the diff's own check names (content-derived, ordinals among identical ones).
+    for name, component in zip(component_names(listed), listed, strict=True):
         if not isinstance(component, dict):
             continue
         assertion = _as_dict(component.get("assertion"))
-        name = str(assertion.get("metric") or assertion.get("type") or f"assertion {number}")
         ok = component.get("pass")
         section = Section(
             f"Repeat {repeat} · assertion {name}",

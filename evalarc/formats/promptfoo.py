@@ -39,6 +39,7 @@ from evalarc.formats.promptfoo_rows import (
     GraderTally,
     RowEntry,
     RowReader,
+    RowShapeError,
     component_check_name,
     declared_checks,
     finite,
@@ -90,6 +91,7 @@ MAX_ROWS = 200_000
 """A file with more result rows is refused: every row is kept as an attempt (about 1 KB each), so
 the cap bounds memory and work. A real promptfoo run of 92,000 rows is 150 MB of JSON."""
 
+_STATS_KEYS = ("successes", "failures", "errors")
 _ROW_MARKERS = ("success", "gradingResult", "error", "failureReason")
 """A result row carries at least one of these; a row with none is of an unknown shape."""
 
@@ -245,7 +247,10 @@ class _RunBuilder:
                 f"{self.name}: results.results[{index}] is a row of an unknown shape (none of "
                 f"{', '.join(_ROW_MARKERS)}); rows are never skipped"
             )
-        self.rows.append(self._reader.read(row, index))
+        try:
+            self.rows.append(self._reader.read(row, index))
+        except RowShapeError as error:
+            raise InputError(f"{self.name}: results.results[{index}]{error}") from None
 
     def _declared(self, labels: list[str]) -> dict[str, dict[str, None]]:
         """Per case, the checks its graded rows name (what a provider error of it misses)."""
@@ -257,7 +262,35 @@ class _RunBuilder:
                     names[name] = None
         return known
 
+    def _reconcile_stats(self, stats: object) -> None:
+        """``results.stats`` must count the rows as the reader does (promptfoo's own rule:
+        ``success`` a success, else ``failureReason`` 2 an error, else a failure). A file
+        without ``stats`` has nothing to reconcile; one whose counts are not whole numbers, or
+        disagree, is refused with both figures."""
+        if stats is None:
+            return
+        if not isinstance(stats, dict):
+            raise InputError(f"{self.name}: results.stats is not an object")
+        written: list[int] = []
+        for key in _STATS_KEYS:
+            value = stats.get(key)
+            if type(value) is not int or value < 0:
+                raise InputError(
+                    f"{self.name}: results.stats.{key} is {value!r}, not a count of rows"
+                )
+            written.append(value)
+        outcomes = self._reader.outcomes
+        counted = [outcomes[True], outcomes[False], outcomes[None]]
+        if written != counted:
+            said = ", ".join(f"{n} {k}" for n, k in zip(written, _STATS_KEYS, strict=True))
+            held = ", ".join(f"{n} {k}" for n, k in zip(counted, _STATS_KEYS, strict=True))
+            raise InputError(
+                f"{self.name}: results.stats says {said}, but its rows hold {held} "
+                "(by each row's success and failureReason)"
+            )
+
     def finish(self, header: _Header, source: Source) -> Run:
+        self._reconcile_stats(header.stats)
         if not self._reader.assessed:
             raise InputError(
                 f"{self.name}: nothing in it could be assessed (no result row carries a pass or "
@@ -288,12 +321,16 @@ class _RunBuilder:
                     if isinstance(merged, tuple):
                         merged = material[label] = dict.fromkeys(merged)
                     merged.update(dict.fromkeys(row.material))
+            # The row's own verdict, in every row whatever its assertions say.
+            checks.setdefault(SUCCESS_CHECK, []).append(row.own)
             if row.checks is None:
                 # A provider error: unassessed on every check the test declares (as the other
                 # attempts of this case name them), with the error text as evidence.
-                declared = list(known.get(label) or row.declared or [SUCCESS_CHECK])
+                declared = list(known.get(label) or row.declared)
                 attempt = Attempt(passed=None, evidence=row.error, output_sha256=None)
                 for name in declared:
+                    if name == SUCCESS_CHECK:
+                        continue
                     checks.setdefault(name, []).append(attempt)
                     meta.verdicts[name] = None
             else:

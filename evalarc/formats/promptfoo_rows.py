@@ -26,7 +26,17 @@ from evalarc.formats.model import (
     cut_evidence,
 )
 
-SUCCESS_CHECK = "success"
+SUCCESS_CHECK = "(test)"
+"""The check that carries the row's own verdict (``success``), present in every row: promptfoo
+decides a test by more than its assertions (a test-level ``threshold`` over their scores, an
+``assertScoringFunction``, assert-set thresholds, guardrails), so a row that fails while every
+assertion passes still has a failing check, and a test that lost its pass blocks however its
+assertions are named. Parenthesised so that no assertion's name (``type: value``) can be it."""
+
+ERROR_REASON = 2
+"""promptfoo's ``ResultFailureReason.ERROR`` (0 none, 1 an assertion failed): the provider or the
+grading failed, and promptfoo counts the row under ``stats.errors``."""
+FAILURE_REASONS = frozenset({0, 1, ERROR_REASON})
 
 MODEL_GRADED_TYPES = frozenset(
     {
@@ -168,18 +178,41 @@ def finite(value: object) -> float | None:
         return None
 
 
+def _value_text(value: object) -> str | None:
+    """An assertion value as its check name shows it (whole): a string or number as written,
+    anything else (the list of ``contains-any``, an object) as compact JSON."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if finite(value) is not None:
+        return str(value)
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def assertion_name(assertion: dict[str, Any]) -> str:
-    """Name an assertion's check: its metric, else ``type: value``, else its type."""
+    """Name an assertion's check from its content alone, never from its position or its
+    siblings: ``type: value`` (``type`` without a value), prefixed with ``metric · `` when it
+    names a metric. A value cut to CHECK_VALUE_CHARS gets `` [<8 hex>]``, the start of the
+    sha256 of the whole value, so two long values that begin alike stay apart. Prepending a
+    ``defaultTest`` assertion (which shares a metric, say) or reordering assertions renames
+    nothing; two assertions of one row that name alike are told apart by
+    :func:`unique_names` (an ordinal among those alike only)."""
+    kind = assertion.get("type")
+    name = kind if isinstance(kind, str) and kind else "assertion"
+    text = _value_text(assertion.get("value"))
+    if text is not None:
+        shown = short_value(text)
+        name = f"{name}: {shown}"
+        if len(text) > CHECK_VALUE_CHARS:
+            name = f"{name} [{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}]"
     metric = assertion.get("metric")
     if isinstance(metric, str) and metric:
-        return metric
-    kind = assertion.get("type")
-    kind_text = kind if isinstance(kind, str) and kind else "assertion"
-    value = assertion.get("value")
-    shown = value if isinstance(value, str) else finite(value)
-    if shown is not None:
-        return f"{kind_text}: {short_value(shown)}"
-    return kind_text
+        name = f"{metric} · {name}"
+    return name
 
 
 def component_check_name(component: object) -> str:
@@ -188,7 +221,11 @@ def component_check_name(component: object) -> str:
 
 
 def unique_names(names: list[str]) -> list[str]:
-    """Suffix repeated names with `` #2``, `` #3``, ... so every check in a row is distinct."""
+    """Suffix repeated names with `` #2``, `` #3``, ... so every check in a row is distinct.
+
+    Names are content-derived (:func:`assertion_name`), so the ordinal counts only assertions
+    of identical content: two identical assertions of one row are two checks, never pooled as
+    attempts of one; the first written is unsuffixed."""
     used: set[str] = set()
     result: list[str] = []
     for name in names:
@@ -202,13 +239,110 @@ def unique_names(names: list[str]) -> list[str]:
     return result
 
 
+def _declared_assertions(declared: list[Any]) -> list[dict[str, Any]]:
+    """``testCase.assert`` in the order promptfoo writes component results: an ``assert-set``
+    is followed by its members (promptfoo flattens them, each under its own assertion)."""
+    flat: list[dict[str, Any]] = []
+    for item in declared:
+        assertion = _as_dict(item)
+        flat.append(assertion)
+        members = assertion.get("assert")
+        if assertion.get("type") == "assert-set" and isinstance(members, list):
+            flat.extend(_as_dict(member) for member in members)
+    return flat
+
+
 def declared_checks(row: dict[str, Any]) -> list[str]:
     """The check names the test of ``row`` declares (``testCase.assert``), named as their
     component results would be; empty when it declares none."""
     declared = _as_dict(row.get("testCase")).get("assert")
     if not isinstance(declared, list):
         return []
-    return unique_names([assertion_name(_as_dict(item)) for item in declared])
+    return unique_names([assertion_name(item) for item in _declared_assertions(declared)])
+
+
+def component_names(components: list[Any]) -> list[str]:
+    """The check name of each of a row's ``componentResults``, in order (the evidence view
+    titles its sections with them, so they match the diff's rows)."""
+    return unique_names([component_check_name(component) for component in components])
+
+
+def row_outcome(row: dict[str, Any]) -> bool | None:
+    """The row's own verdict as promptfoo counts it in ``stats``: True a success, None an
+    error (``failureReason`` 2), False a failure. The row must already be reconciled."""
+    if row.get("success") is True:
+        return True
+    return None if row.get("failureReason") == ERROR_REASON else False
+
+
+class RowShapeError(ValueError):
+    """A row the reader cannot take at its word; the text follows ``results.results[i]``."""
+
+
+def reconcile_row(row: dict[str, Any], components: bool = True) -> None:
+    """Check a row's own verdicts against each other as promptfoo writes them: ``success`` a
+    bool, ``failureReason`` (when present) one of 0, 1, 2 and never 2 on a success,
+    ``gradingResult.pass`` a bool equal to ``success`` unless the row errored, and every
+    component result an object with a bool ``pass``. Raises RowShapeError naming the field and
+    its value: an unknown shape is refused, never read as "unassessed". ``components=False``
+    leaves the component results to the caller (:meth:`RowReader.read` checks each as it reads
+    it, in its one pass)."""
+    success = row.get("success")
+    if not isinstance(success, bool):
+        raise RowShapeError(f".success is {_shown(success)}, not true or false")
+    reason = row.get("failureReason", 0)
+    if isinstance(reason, bool) or reason not in FAILURE_REASONS:
+        raise RowShapeError(f".failureReason is {_shown(reason)}, not 0, 1 or 2")
+    if success and reason == ERROR_REASON:
+        raise RowShapeError(".success is true but its failureReason is 2 (an error)")
+    grading = row.get("gradingResult")
+    if grading is None:
+        return
+    if not isinstance(grading, dict):
+        raise RowShapeError(f".gradingResult is {_shown(grading)}, not an object")
+    if "pass" in grading:
+        verdict = grading["pass"]
+        if not isinstance(verdict, bool):
+            raise RowShapeError(f".gradingResult.pass is {_shown(verdict)}, not true or false")
+        if verdict != success and reason != ERROR_REASON:
+            raise RowShapeError(
+                f": its own verdicts disagree: success is {_shown(success)}, "
+                f"gradingResult.pass is {_shown(verdict)}"
+            )
+    listed = grading.get("componentResults")
+    if listed is None:
+        return
+    if not isinstance(listed, list):
+        raise RowShapeError(f".gradingResult.componentResults is {_shown(listed)}, not a list")
+    if components:
+        for number, component in enumerate(listed):
+            component_verdict(component, number)
+
+
+def component_verdict(component: object, number: int) -> bool:
+    """The ``pass`` of the component result at ``number``; RowShapeError naming it when the
+    component is not an object or its ``pass`` not a bool."""
+    if type(component) is not dict:
+        raise RowShapeError(
+            f".gradingResult.componentResults[{number}] is {_shown(component)}, not an object"
+        )
+    verdict = component.get("pass")
+    if type(verdict) is not bool:
+        raise RowShapeError(
+            f".gradingResult.componentResults[{number}].pass is {_shown(verdict)}, "
+            "not true or false"
+        )
+    return verdict
+
+
+def _shown(value: object) -> str:
+    """A value as JSON, cut short, for a one-line message."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    text = text.replace("\n", " ").replace("\r", " ")
+    return text if len(text) <= 60 else text[:60] + "…"
 
 
 def is_provider_error(row: dict[str, Any]) -> bool:
@@ -331,9 +465,11 @@ class RowEntry:
     """What EvalArc keeps of one result row once it is parsed."""
 
     key: MatrixKey
+    own: Attempt
+    """The row's own verdict (SUCCESS_CHECK): its ``success``, None when it errored."""
     checks: list[tuple[str, Attempt]] | None
-    """Each check's name and attempt; None for a provider error (its checks are the ones the
-    test declares, named by the file's other rows)."""
+    """Each assertion's check name and attempt; None for a provider error (its checks are the
+    ones the test declares, named by the file's other rows)."""
     error: str | None
     declared: tuple[str, ...]
     meta: SampleMeta
@@ -358,7 +494,10 @@ class RowReader:
         self.graders = graders
         self.assessed = False
         """Whether any row so far carried a pass or fail verdict."""
+        self.outcomes: dict[bool | None, int] = {True: 0, False: 0, None: 0}
+        """Rows by their own verdict (success, failure, error): what ``stats`` must say."""
         self.provider_errors = False
+        self._own: dict[tuple[bool | None, str | None], Attempt] = {}
         self._strings: dict[str, str] = {}
         self._assertions: dict[tuple[object, ...], _Assertion] = {}
         self._expected: dict[str, Material] = {}
@@ -457,7 +596,12 @@ class RowReader:
         return material
 
     def read(self, row: dict[str, Any], position: int) -> RowEntry:
-        """The entry of one row (already known to be an object of a known shape)."""
+        """The entry of one row (already known to be an object of a known shape).
+
+        Raises RowShapeError when the row's own verdicts are of an unknown shape or disagree
+        (:func:`reconcile_row`)."""
+        error_row = is_provider_error(row)
+        reconcile_row(row, components=error_row)
         get = row.get
         share = self.share
         graders = self.graders
@@ -484,40 +628,47 @@ class RowReader:
         )
         meta = row_sample(row)
         material = self._material(row, test_case)
-        if is_provider_error(row):
+        outcome = row_outcome(row)
+        self.outcomes[outcome] += 1
+        self.assessed = self.assessed or outcome is not None
+        grading = _as_dict(get("gradingResult"))
+        sha = meta.output_sha256
+        verdicts = meta.verdicts
+        # The row's own verdict: promptfoo's reason for a graded row, else the row's error.
+        own_evidence = cut_evidence(grading.get("reason")) or cut_evidence(get("error"))
+        own = self._own.get((outcome, own_evidence)) if sha is None else None
+        if own is None:
+            own = Attempt(passed=outcome, evidence=own_evidence, output_sha256=sha)
+            if sha is None and len(self._own) < SHARED_LIMIT:
+                self._own[(outcome, own_evidence)] = own
+        verdicts[SUCCESS_CHECK] = outcome
+        if error_row:
             self.provider_errors = True
             return RowEntry(
                 key=key,
+                own=own,
                 checks=None,
                 error=cut_evidence(get("error")),
                 declared=tuple(share(name) for name in declared_checks(row)),
                 meta=meta,
                 material=material,
             )
-        grading = _as_dict(get("gradingResult"))
         components = grading.get("componentResults")
-        sha = meta.output_sha256
-        verdicts = meta.verdicts
         checks: list[tuple[str, Attempt]] = []
-        if not isinstance(components, list) or not components:
-            success = get("success")
-            passed = success if isinstance(success, bool) else None
-            evidence = cut_evidence(grading.get("reason"))
-            attempt = Attempt(passed=passed, evidence=evidence, output_sha256=sha)
-            checks.append((SUCCESS_CHECK, attempt))
-            verdicts[SUCCESS_CHECK] = passed
-            self.assessed = self.assessed or passed is not None
-        else:
+        if isinstance(components, list) and components:
+            verdicts_in_order = [
+                component_verdict(component, number) for number, component in enumerate(components)
+            ]
             facts = [
-                self._assertion(_as_dict(_as_dict(component).get("assertion")))
-                for component in components
+                self._assertion(_as_dict(component.get("assertion"))) for component in components
             ]
             names = [fact.name for fact in facts]
             made: dict[tuple[object, ...], Attempt] = {}
             if len(set(names)) < len(names):
                 names = [share(name) for name in unique_names(names)]
-            for name, fact, component in zip(names, facts, components, strict=True):
-                fields = _as_dict(component)
+            for name, fact, fields, passed in zip(
+                names, facts, components, verdicts_in_order, strict=True
+            ):
                 assertion = _as_dict(fields.get("assertion"))
                 if "provider" in assertion:
                     grader = grader_name(assertion["provider"])
@@ -525,8 +676,6 @@ class RowReader:
                         graders.graders.add(grader)
                 if fact.model_graded:
                     graders.model_graded.add(name)
-                verdict = fields.get("pass")
-                passed = verdict if isinstance(verdict, bool) else None
                 evidence = cut_evidence(fields.get("reason"))
                 score = fields.get("score")
                 # Checks of one row with the same verdict, score and reason share one attempt
@@ -541,8 +690,12 @@ class RowReader:
                         made[same] = shared
                 checks.append((name, shared))
                 verdicts[name] = passed
-                if passed is not None:
-                    self.assessed = True
         return RowEntry(
-            key=key, checks=checks, error=None, declared=(), meta=meta, material=material
+            key=key,
+            own=own,
+            checks=checks,
+            error=None,
+            declared=(),
+            meta=meta,
+            material=material,
         )

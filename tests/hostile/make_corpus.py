@@ -208,7 +208,11 @@ def eval_archive(samples: list[Any], method: int = 8) -> bytes:
 def promptfoo_document(rows: list[Any]) -> dict[str, Any]:
     return {
         "evalId": "hostile",
-        "results": {"version": 3, "results": rows, "stats": {"successes": 1, "failures": 0}},
+        "results": {
+            "version": 3,
+            "results": rows,
+            "stats": {"successes": 1, "failures": 0, "errors": 0},
+        },
         "config": {"description": "hostile"},
     }
 

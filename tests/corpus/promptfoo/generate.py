@@ -1,17 +1,23 @@
 """Make the promptfoo corpus with the real promptfoo CLI, and its truth from promptfoo's output.
 
-    python tests/corpus/promptfoo/generate.py [--promptfoo PATH/TO/promptfoo]
+    python tests/corpus/promptfoo/generate.py [--promptfoo PATH/TO/promptfoo] [--node-bin DIR]
+    python tests/corpus/promptfoo/generate.py --truth-only
 
 Without --promptfoo, promptfoo@0.121.20 is installed with npm into tests/corpus/promptfoo/.tools/
-(git-ignored). Every run is offline: the built-in `echo` provider or the local
+(git-ignored). The pairs `threshold`, `scoring_function` and `default_metric` were made with the
+newest release (0.123.1), which needs Node 22: `--node-bin` puts that node first on PATH.
+`--truth-only` recomputes truth.json from the files already in generated/ (each pair keeps the
+promptfoo version that wrote it). Every run is offline: the built-in `echo` provider or the local
 `file://scripted_provider.js`, `--no-cache -j 1`, telemetry and update checks off, promptfoo's
 own state in a temporary folder. Each scenario is run twice (EVALARC_VARIANT=baseline, then
 current) and written as generated/<scenario>.baseline.json and .current.json.
 
 generated/truth.json is computed here from promptfoo's own JSON (its row verdicts `success`,
 `failureReason`, `gradingResult.componentResults[].pass` and its `stats`), never by EvalArc:
-per test x provider x prompt and declared assertion, the pass and assessed counts on both sides,
-and which of them lost passes or coverage.
+per test x provider x prompt, for the test's own verdict (`success`, the check EvalArc names
+`(test)`) and for each assertion (told apart by its content, type / value / metric, and an ordinal
+among identical ones, never by its position), the pass and assessed counts on both sides, and
+which of them lost passes or coverage.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +40,93 @@ PROMPTFOO_VERSION = "0.121.20"
 PROVIDER = "file://scripted_provider.js"
 ERROR_REASON = 2
 """promptfoo's ResultFailureReason.ERROR: the provider (not an assertion) failed."""
+
+
+def _threshold_tests() -> list[dict[str, Any]]:
+    """A test-level ``threshold`` over the assertions' scores. The javascript assertion returns
+    a score: 1 for a detailed answer, 0.5 otherwise, and passes either way (promptfoo passes a
+    javascript score above 0)."""
+    detailed = {"type": "javascript", "value": "output.includes('detailed') ? 1 : 0.5"}
+    return [
+        {
+            # Every assertion passes in both runs; the aggregate 0.75 < 0.9 fails the test now.
+            "description": "TH1 threshold lost while every assertion passes",
+            "vars": {"before": "A detailed answer", "after": "An answer"},
+            "threshold": 0.9,
+            "assert": [detailed, {"type": "contains", "value": "answer"}],
+        },
+        {
+            # One assertion fails in both runs, the aggregate 0.5 >= 0.5 passes the test.
+            "description": "TH2 threshold met with a failing assertion",
+            "vars": {"before": "An answer", "after": "An answer"},
+            "threshold": 0.5,
+            "assert": [
+                {"type": "contains", "value": "answer"},
+                {"type": "contains", "value": "appendix"},
+            ],
+        },
+        {
+            "description": "TH3 no threshold, unchanged",
+            "vars": {"before": "A detailed answer", "after": "A detailed answer"},
+            "assert": [{"type": "contains", "value": "answer"}],
+        },
+    ]
+
+
+def _scoring_tests() -> list[dict[str, Any]]:
+    """``assertScoringFunction`` (scoring.js): the test passes when its ``quality`` metric
+    reaches 0.8; the javascript assertion passes with a score of 0.5 or 1."""
+    quality = {
+        "type": "javascript",
+        "value": "output.includes('detailed') ? 1 : 0.5",
+        "metric": "quality",
+    }
+    return [
+        {
+            "description": "SF1 scoring function fails while every assertion passes",
+            "vars": {"before": "A detailed answer", "after": "An answer"},
+            "assertScoringFunction": "file://scoring.js:strict",
+            "assert": [quality, {"type": "contains", "value": "answer"}],
+        },
+        {
+            "description": "SF2 scoring function passes in both runs",
+            "vars": {"before": "A detailed answer", "after": "A detailed answer"},
+            "assertScoringFunction": "file://scoring.js:strict",
+            "assert": [quality],
+        },
+    ]
+
+
+def _default_metric_tests() -> list[dict[str, Any]]:
+    """Assertions named by the metric ``quality``; the current run prepends a ``defaultTest``
+    assertion of the same metric to every test (see SCENARIOS)."""
+    return [
+        {
+            # The metric-named assertion regresses; the prepended default one passes.
+            "description": "D1 quality regresses behind a default assertion",
+            "vars": {"before": "Hello Ada, welcome", "after": "Hello Grace, welcome"},
+            "assert": [{"type": "contains", "value": "Ada", "metric": "quality"}],
+        },
+        {
+            "description": "D2 quality kept",
+            "vars": {"before": "Hello Bob, welcome", "after": "Hello Bob, welcome"},
+            "assert": [{"type": "contains", "value": "Bob", "metric": "quality"}],
+        },
+        {
+            # Two identical assertions: two checks, told apart by an ordinal among the two.
+            "description": "D3 identical assertions",
+            "vars": {"before": "Hi Cy, welcome", "after": "Hi Cy, welcome"},
+            "assert": [
+                {"type": "contains", "value": "Hi", "metric": "quality"},
+                {"type": "contains", "value": "Hi", "metric": "quality"},
+            ],
+        },
+    ]
+
+
+DEFAULT_QUALITY = {"assert": [{"type": "icontains", "value": "welcome", "metric": "quality"}]}
+BEFORE = {"prompts": [{"raw": "{{before}}", "label": "reply"}], "providers": ["echo"]}
+AFTER = {"prompts": [{"raw": "{{after}}", "label": "reply"}], "providers": ["echo"]}
 
 
 def _scripted(label: str, persona: str) -> dict[str, Any]:
@@ -257,7 +351,18 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "current": {"prompts": [SHORT, LONG], "providers": [_scripted("alpha", "alpha")]},
         "tests": _matrix_tests(),
     },
+    # Made with promptfoo 0.123.1 (node 22): the test's own verdict beyond its assertions.
+    "threshold": {"baseline": BEFORE, "current": AFTER, "tests": _threshold_tests()},
+    "scoring_function": {"baseline": BEFORE, "current": AFTER, "tests": _scoring_tests()},
+    # The current run prepends a defaultTest assertion sharing the metric `quality`.
+    "default_metric": {
+        "baseline": BEFORE,
+        "current": {**AFTER, "defaultTest": DEFAULT_QUALITY},
+        "tests": _default_metric_tests(),
+    },
 }
+NEWEST = ("threshold", "scoring_function", "default_metric")
+"""The pairs made with the newest promptfoo release (the others with PROMPTFOO_VERSION)."""
 
 
 # -- running promptfoo ------------------------------------------------------------------------
@@ -280,19 +385,25 @@ def promptfoo_binary(given: str | None) -> Path:
 
 def _config(scenario: dict[str, Any], variant: str) -> dict[str, Any]:
     side = scenario.get(variant) or scenario.get("both") or {}
-    return {
+    config = {
         "description": "EvalArc corpus",
         "prompts": side["prompts"],
         "providers": side.get("providers", scenario.get("providers")),
         "tests": scenario["tests"],
     }
+    if "defaultTest" in side:
+        config["defaultTest"] = side["defaultTest"]
+    return config
 
 
-def run_promptfoo(binary: Path, name: str, scenario: dict[str, Any], variant: str) -> Path:
+def run_promptfoo(
+    binary: Path, name: str, scenario: dict[str, Any], variant: str, node_bin: str | None
+) -> Path:
     target = OUT / f"{name}.{variant}.json"
     with tempfile.TemporaryDirectory(prefix="evalarc-promptfoo-") as work:
         folder = Path(work)
-        shutil.copy(HERE / "scripted_provider.js", folder / "scripted_provider.js")
+        for script in ("scripted_provider.js", "scoring.js"):
+            shutil.copy(HERE / script, folder / script)
         config = folder / "promptfooconfig.yaml"
         # JSON is YAML: no YAML writer needed.
         config.write_text(json.dumps(_config(scenario, variant), indent=2), encoding="utf-8")
@@ -320,13 +431,40 @@ def run_promptfoo(binary: Path, name: str, scenario: dict[str, Any], variant: st
             "PROMPTFOO_CONFIG_DIR": str(folder / "state"),
             "PROMPTFOO_DISABLE_SHARING": "1",
         }
+        if node_bin:
+            environment["PATH"] = f"{node_bin}{os.pathsep}{environment.get('PATH', '')}"
         # Relative names only, so no machine path lands in the file. promptfoo exits 100 when a
         # test fails; only a missing output is an error here.
-        subprocess.run(command, cwd=folder, env=environment, check=False, capture_output=True)
+        done = subprocess.run(
+            command, cwd=folder, env=environment, check=False, capture_output=True, text=True
+        )
         if not output.exists():
             raise SystemExit(f"promptfoo wrote no output for {name} {variant}")
+        _check_console(done.stdout, json.loads(output.read_text(encoding="utf-8")), target)
         shutil.copy(output, target)
     return target
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _check_console(console: str, document: dict[str, Any], target: Path) -> None:
+    """promptfoo's console summary ("N passed", "N failed", "N errors") must say what its JSON
+    ``stats`` and its rows' ``success`` say: the truth is the producer's, counted two ways."""
+    text = _ANSI.sub("", console)
+    said = {}
+    for key, word in (("successes", "passed"), ("failures", "failed"), ("errors", "errors?")):
+        found = re.search(rf"(\d+) {word}\b", text)
+        if found is None:
+            raise SystemExit(f"{target.name}: no '{word}' count in promptfoo's console summary")
+        said[key] = int(found.group(1))
+    stats = {key: document["results"]["stats"][key] for key in said}
+    rows = document["results"]["results"]
+    passed = sum(1 for row in rows if row["success"])
+    errors = sum(1 for row in rows if not row["success"] and row.get("failureReason") == 2)
+    counted = {"successes": passed, "failures": len(rows) - passed - errors, "errors": errors}
+    if not said == stats == counted:
+        raise SystemExit(f"{target.name}: console {said}, stats {stats}, rows {counted}")
 
 
 # -- the truth, from promptfoo's own verdicts ---------------------------------------------------
@@ -339,21 +477,51 @@ def _provider(row: dict[str, Any]) -> str:
     return provider.get("label") or provider.get("id") or "provider"
 
 
-def _tallies(document: dict[str, Any]) -> dict[tuple[str, str, str, int], list[int]]:
-    """(description, provider, prompt label, assertion index) -> [passed, assessed, attempts]."""
-    tallies: dict[tuple[str, str, str, int], list[int]] = {}
+def _content(assertion: dict[str, Any]) -> str:
+    """An assertion's content (type, value, metric) as canonical JSON: what tells assertions of
+    one test apart, whatever their position."""
+    return json.dumps(
+        {key: assertion.get(key) for key in ("type", "value", "metric")},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+
+
+TEST_CHECK = "(test)"
+"""The truth's name for a test's own verdict (`success`)."""
+
+
+def _tallies(document: dict[str, Any]) -> dict[tuple[str, str, str, str, int], list[int]]:
+    """(description, provider, prompt label, check, ordinal) -> [passed, assessed, attempts].
+
+    The check is TEST_CHECK for the row's own verdict (passed when `success`, assessed unless
+    promptfoo's failureReason is 2, an error), else an assertion's content, the nth of identical
+    contents in the row taking ordinal n. A graded row's assertions are its componentResults
+    (each carries its assertion); an errored row's are the test's declared ones, unassessed."""
+    tallies: dict[tuple[str, str, str, str, int], list[int]] = {}
     for row in document["results"]["results"]:
         test = row["testCase"]
         key = (test["description"], _provider(row), row["prompt"]["label"])
         errored = row.get("failureReason") == ERROR_REASON
-        components = (row.get("gradingResult") or {}).get("componentResults") or []
-        for index in range(len(test.get("assert") or [])):
-            tally = tallies.setdefault((*key, index), [0, 0, 0])
-            tally[2] += 1
-            if errored:
-                continue
+        tally = tallies.setdefault((*key, TEST_CHECK, 1), [0, 0, 0])
+        tally[2] += 1
+        if not errored:
             tally[1] += 1
-            tally[0] += 1 if components[index]["pass"] else 0
+            tally[0] += 1 if row["success"] else 0
+        components = (row.get("gradingResult") or {}).get("componentResults") or []
+        if errored:
+            verdicts = [(assertion, None) for assertion in test.get("assert") or []]
+        else:
+            verdicts = [(c["assertion"], c["pass"]) for c in components]
+        seen: dict[str, int] = {}
+        for assertion, passed in verdicts:
+            content = _content(assertion)
+            seen[content] = seen.get(content, 0) + 1
+            tally = tallies.setdefault((*key, content, seen[content]), [0, 0, 0])
+            tally[2] += 1
+            if passed is not None:
+                tally[1] += 1
+                tally[0] += 1 if passed else 0
     return tallies
 
 
@@ -383,7 +551,9 @@ def truth_of(baseline: dict[str, Any], current: dict[str, Any]) -> dict[str, Any
                     "test": key[0],
                     "provider": key[1],
                     "prompt": key[2],
-                    "assertion": key[3],
+                    "check": key[3] if key[3] == TEST_CHECK else "assertion",
+                    "assertion": None if key[3] == TEST_CHECK else json.loads(key[3]),
+                    "ordinal": key[4],
                     "why": why,
                     "baseline": base.get(key),
                     "current": cur.get(key),
@@ -404,54 +574,72 @@ def truth_of(baseline: dict[str, Any], current: dict[str, Any]) -> dict[str, Any
             side: {k: document["results"]["stats"][k] for k in ("successes", "failures", "errors")}
             for side, document in (("baseline", baseline), ("current", current))
         },
-        "assertions": {"baseline": len(base), "current": len(cur)},
+        "checks": {"baseline": len(base), "current": len(cur)},
         "lost": lost,
         "matrix": sides,
+    }
+
+
+def _version(binary: Path, node_bin: str | None) -> str:
+    environment = dict(os.environ)
+    if node_bin:
+        environment["PATH"] = f"{node_bin}{os.pathsep}{environment.get('PATH', '')}"
+    result = subprocess.run(
+        [str(binary), "--version"], capture_output=True, text=True, check=True, env=environment
+    )
+    return result.stdout.strip().splitlines()[-1]
+
+
+def _pair_truth(name: str, version: str) -> dict[str, Any]:
+    files = {variant: OUT / f"{name}.{variant}.json" for variant in ("baseline", "current")}
+    documents = {
+        variant: json.loads(path.read_text(encoding="utf-8")) for variant, path in files.items()
+    }
+    return {
+        "baseline": files["baseline"].name,
+        "current": files["current"].name,
+        "version": version,
+        **truth_of(documents["baseline"], documents["current"]),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--promptfoo", help="promptfoo executable (default: install into .tools)")
+    parser.add_argument("--node-bin", help="a folder holding the node that promptfoo needs")
     parser.add_argument(
         "--only",
         nargs="+",
         choices=sorted(SCENARIOS),
         help="regenerate only these scenarios (the others keep their files and truth)",
     )
-    args = parser.parse_args(argv)
-    binary = promptfoo_binary(args.promptfoo)
-    version = (
-        subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=True)
-        .stdout.strip()
-        .splitlines()[-1]
+    parser.add_argument(
+        "--truth-only",
+        action="store_true",
+        help="recompute truth.json from the files in generated/ (no promptfoo run)",
     )
-    truth: dict[str, Any] = {"producer": "promptfoo", "version": version, "pairs": {}}
+    args = parser.parse_args(argv)
     kept = OUT / "truth.json"
-    if args.only and kept.exists():
-        old = json.loads(kept.read_text(encoding="utf-8"))
-        if old.get("version") != version:
-            raise SystemExit(f"--only needs promptfoo {old.get('version')}, not {version}")
-        truth["pairs"] = {n: old["pairs"][n] for n in SCENARIOS if n in old["pairs"]}
-    for name, scenario in SCENARIOS.items():
-        if args.only and name not in args.only:
-            continue
-        files = {
-            variant: run_promptfoo(binary, name, scenario, variant)
-            for variant in ("baseline", "current")
-        }
-        documents = {
-            variant: json.loads(path.read_text(encoding="utf-8")) for variant, path in files.items()
-        }
-        truth["pairs"][name] = {
-            "baseline": files["baseline"].name,
-            "current": files["current"].name,
-            **truth_of(documents["baseline"], documents["current"]),
-        }
-        print(f"{name}: {len(truth['pairs'][name]['lost'])} assertion(s) lost passes or coverage")
-    OUT.mkdir(exist_ok=True)
-    truth["pairs"] = {n: truth["pairs"][n] for n in SCENARIOS if n in truth["pairs"]}
-    (OUT / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    old = json.loads(kept.read_text(encoding="utf-8")) if kept.exists() else {"pairs": {}}
+    versions = {n: pair.get("version", old.get("version")) for n, pair in old["pairs"].items()}
+    if not args.truth_only:
+        binary = promptfoo_binary(args.promptfoo)
+        version = _version(binary, args.node_bin)
+        for name, scenario in SCENARIOS.items():
+            if args.only and name not in args.only:
+                continue
+            for variant in ("baseline", "current"):
+                run_promptfoo(binary, name, scenario, variant, args.node_bin)
+            versions[name] = version
+    pairs = {name: _pair_truth(name, versions[name]) for name in SCENARIOS if name in versions}
+    for name, pair in pairs.items():
+        print(f"{name} (promptfoo {pair['version']}): {len(pair['lost'])} check(s) lost")
+    truth = {
+        "producer": "promptfoo",
+        "versions": sorted({pair["version"] for pair in pairs.values()}),
+        "pairs": pairs,
+    }
+    kept.write_text(json.dumps(truth, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return 0
 
 
