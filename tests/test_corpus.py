@@ -90,9 +90,9 @@ def test_readme_documents_every_pair_and_one_command_per_tool(corpus: Path) -> N
     assert len(stems) == 5, stems
     for stem in stems:
         assert f"`{stem}." in readme, stem
-    promptfoo = json.loads(
-        (corpus / "promptfoo/generated/truth.json").read_text(encoding="utf-8")
-    )["pairs"]
+    promptfoo = json.loads((corpus / "promptfoo/generated/truth.json").read_text(encoding="utf-8"))[
+        "pairs"
+    ]
     assert len(promptfoo) == 9
     for name in promptfoo:
         assert f"`generated/{name}." in readme, name
