@@ -29,6 +29,7 @@ import defusedxml
 import defusedxml.ElementTree as SafeElementTree
 
 from evalarc.errors import InputError
+from evalarc.formats.junit_counts import SuiteCount, declared_counters, reconcile
 from evalarc.formats.junit_producers import (
     CHECK_NAME,
     CaseValue,
@@ -126,6 +127,7 @@ def read_junit_stream(stream: IO[bytes], name: str, source: Source, threshold: f
             raise InputError(f"{name} has no <testcase>: nothing in it could be assessed")
         producer, cases = read_cases(facts, records)
         del records
+        reconcile(producer, facts.disagreements, name, facts.reruns)
     finally:
         if collecting:
             gc.enable()
@@ -207,6 +209,8 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
     suite_path: list[tuple[str, ...]] = []
     """Per open suite: the names of the enclosing named testsuites (one shared tuple each)."""
     suite_index: list[int] = []
+    counts: list[SuiteCount] = []
+    """Per open suite: its declared counters and what the reader counted inside it so far."""
     suites_seen = 0
     elements = 0
     work = 0
@@ -224,8 +228,12 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
                 text = element.text or ""
                 if len(text) > MAX_TEXT_CHARS:
                     raise InputError(_cap(name, f"a comment longer than {MAX_TEXT_CHARS:,}"))
-                if len(frames) == 1 and _NODE_COMMENT.match(text):
+                found = _NODE_COMMENT.match(text) if len(frames) == 1 else None
+                if found is not None:
                     facts.node_comments += 1
+                    number = text.split()[1] if len(text.split()) == 2 else ""
+                    if number.isdigit() and len(number) < 13:
+                        facts.disagreements.comments[found.group(1)] = int(number)
             elif event == "start":
                 elements += 1
                 work += len(element.attrib)
@@ -245,6 +253,12 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
                     if tag == "testsuite" and label:
                         facts.suite_names.add(label)
                     facts.note_suite(element, root=not frames)
+                    where = (
+                        f'<testsuite name="{label[:80]}">' if tag == "testsuite" else f"<{tag}>"
+                    )
+                    counts.append(
+                        SuiteCount(where, not frames, declared_counters(element, name, where))
+                    )
                 elif kind == "testcase" and len(records) >= MAX_TESTCASES:
                     raise InputError(_cap(name, f"more than {MAX_TESTCASES:,} testcases"))
                 if frames and frames[-1].kind == "testcase":
@@ -265,10 +279,18 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
                 if body is not None and len(body) > MAX_TEXT_CHARS:
                     raise InputError(_cap(name, f"an element text longer than {MAX_TEXT_CHARS:,}"))
                 if frame.kind == "testcase":
-                    builder.add(element, suite_path[-1], suite_index[-1])
+                    kind, both, flaky, package = builder.add(
+                        element, suite_path[-1], suite_index[-1], name
+                    )
+                    for count in counts:
+                        count.add(kind, both, flaky, package)
                 elif frame.kind == "suite":
                     suite_path.pop()
                     suite_index.pop()
+                    finished = counts.pop()
+                    if not counts:
+                        facts.disagreements.totals = finished
+                    facts.disagreements.note(finished, name)
                 if frame.kind != "outcome" and frames:
                     # Drop what is finished, so memory stays flat however many elements the file
                     # holds. Every later sibling already built is reached through its own event,
@@ -346,44 +368,101 @@ def _evidence(tag: str, element: ElementTree.Element) -> str:
     return f"{tag}: {message[:600]}" if message else tag
 
 
-def testcase_outcomes(testcase: ElementTree.Element) -> tuple[Outcome, ...]:
+_NOT_RUN = frozenset({"notrun", "disabled", "suppressed"})
+_STATUS_VALUES = frozenset({"run", "fail", "notrun", "disabled"})
+"""ctest's ``status`` (run, fail, notrun, disabled); GoogleTest's and Catch2's are a subset."""
+_RESULT_VALUES = frozenset({"completed", "skipped", "suppressed"})
+"""GoogleTest's ``result``: ``suppressed`` is a ``DISABLED_`` test, ``skipped`` a GTEST_SKIP."""
+_MAYFAIL = "TEST_CASE tagged with !mayfail"
+"""Catch2's skipped message on a ``[!mayfail]``/``[!shouldfail]`` test: its failure is expected
+and Catch2 does not count it."""
+
+
+def _stated(testcase: ElementTree.Element, name: str) -> str | None:
+    """What a testcase's own ``status``/``result`` attributes state: ``notrun`` (the producer
+    did not run it: ctest notrun/disabled, GoogleTest notrun/suppressed), ``fail`` (ctest), or
+    None (run: the children tell). An unknown value is refused, never guessed."""
+    status = testcase.get("status")
+    result = testcase.get("result")
+    if status is None and result is None:
+        return None
+    if status is not None and status not in _STATUS_VALUES:
+        raise InputError(
+            f"{name}: a testcase states status={status[:40]!r}, a value EvalArc does not know "
+            "(known: run, fail, notrun, disabled); it is refused, never guessed"
+        )
+    if result is not None and result not in _RESULT_VALUES:
+        raise InputError(
+            f"{name}: a testcase states result={result[:40]!r}, a value EvalArc does not know "
+            "(known: completed, skipped, suppressed); it is refused, never guessed"
+        )
+    if status in _NOT_RUN or result == "suppressed":
+        return "notrun"
+    if status == "fail":
+        return "fail"
+    return None
+
+
+def testcase_outcomes(testcase: ElementTree.Element, name: str = "") -> tuple[Outcome, ...]:
     """The attempts one testcase element records, in the order they ran.
 
     A node ``todo`` test is one unassessed attempt even when it also failed (todo never fails a
-    run). Otherwise the first present of failure (fail), error and skipped (unassessed), or a
-    pass, is the final attempt; Surefire's and nextest's ``flakyFailure``/``flakyError`` are
-    failed/errored attempts before it (the test passed on a rerun) and ``rerunFailure``/
-    ``rerunError`` failed/errored attempts after the first failure.
+    run). A test whose own ``status``/``result`` says it did not run (GoogleTest ``DISABLED_``,
+    ctest ``notrun``) is unassessed, never a pass; one that says ``fail`` fails. A Catch2
+    ``[!mayfail]`` test's failure is expected (unassessed). Otherwise the first present of
+    failure (fail), error and skipped (unassessed), or a pass, is the final attempt; Surefire's
+    and nextest's ``flakyFailure``/``flakyError`` are failed/errored attempts before it (the
+    test passed on a rerun) and ``rerunFailure``/``rerunError`` failed/errored attempts after
+    the first failure.
     """
-    if not len(testcase):
+    stated = _stated(testcase, name)
+    if not len(testcase) and stated is None:
         return _PASSED
     children: dict[str, list[ElementTree.Element]] = {}
     for child in testcase:
         children.setdefault(_local_name(child.tag), []).append(child)
+    if stated == "notrun":
+        if "failure" in children or "error" in children:
+            raise InputError(
+                f"{name}: a testcase states it did not run (status={testcase.get('status')!r}) "
+                "yet holds a failure or error; the file disagrees with itself, so it is refused"
+            )
+        skipped = children.get("skipped")
+        evidence = _evidence("skipped", skipped[0]) if skipped else "not run: " + (
+            f"status={testcase.get('status') or ''} result={testcase.get('result') or ''}"
+        ).strip()
+        return (Outcome(None, evidence, "skipped"),)
     todo = [item for item in children.get("skipped", []) if item.get("type") == "todo"]
     if todo:
         parts = [_evidence("skipped", todo[0])]
         for tag in ("failure", "error"):
             if tag in children:
                 parts.append(_evidence(tag, children[tag][0]))
-        return (Outcome(None, "; ".join(parts)),)
+        kind = "todo failure" if "failure" in children else "skipped"
+        return (Outcome(None, "; ".join(parts), kind),)
+    skipped = children.get("skipped", [])
+    if skipped and "failure" in children and skipped[0].get("message") == _MAYFAIL:
+        evidence = f"{_evidence('skipped', skipped[0])}; {_evidence('failure', children['failure'][0])}"
+        return (Outcome(None, evidence, "expected failure"),)
     final = Outcome(True, None)
     for tag, passed in (("failure", False), ("error", None), ("skipped", None)):
         if tag in children:
-            final = Outcome(passed, _evidence(tag, children[tag][0]))
+            final = Outcome(passed, _evidence(tag, children[tag][0]), tag)
             break
+    if stated == "fail" and final.passed is not False:
+        final = Outcome(False, final.evidence or "status: fail", "failure")
     before: list[Outcome] = []
     after: list[Outcome] = []
     for child in testcase:
         tag = _local_name(child.tag)
         if tag == "flakyFailure":
-            before.append(Outcome(False, _evidence(tag, child)))
+            before.append(Outcome(False, _evidence(tag, child), tag))
         elif tag == "flakyError":
-            before.append(Outcome(None, _evidence(tag, child)))
+            before.append(Outcome(None, _evidence(tag, child), tag))
         elif tag == "rerunFailure":
-            after.append(Outcome(False, _evidence(tag, child)))
+            after.append(Outcome(False, _evidence(tag, child), tag))
         elif tag == "rerunError":
-            after.append(Outcome(None, _evidence(tag, child)))
+            after.append(Outcome(None, _evidence(tag, child), tag))
     return (*before, final, *after)
 
 
@@ -411,11 +490,17 @@ class _RecordBuilder:
         self._contexts: dict[tuple[int, str], Context] = {}
         self._bare: dict[object, Attempt] = {}
 
-    def add(self, testcase: ElementTree.Element, suite_path: tuple[str, ...], suite: int) -> None:
+    def add(
+        self, testcase: ElementTree.Element, suite_path: tuple[str, ...], suite: int, name: str
+    ) -> tuple[str, bool, int, bool]:
+        """Add one testcase; return what :meth:`SuiteCount.add` counts of it: how its final
+        outcome counts, whether it holds both a failure and an error, its flaky runs, and
+        whether it is gotestsum's synthetic package failure."""
         facts = self._facts
         facts.note_testcase(testcase)
         tags = {_local_name(child.tag) for child in testcase}
-        has_outcome = bool(tags & OUTCOME_TAGS)
+        outcomes = testcase_outcomes(testcase, name)
+        has_outcome = bool(tags & OUTCOME_TAGS) or any(o.passed is not True for o in outcomes)
         if tags & _RERUN_TAGS:
             facts.rerun_children = True
         classname = testcase.get("classname") or ""
@@ -423,7 +508,9 @@ class _RecordBuilder:
         if context is None:
             context = Context(suite, suite_path, sys.intern(classname))
             self._contexts[(suite, classname)] = context
-        value: CaseValue = element_value(
-            testcase_outcomes(testcase), has_outcome, _duration(testcase), self._bare
-        )
+        value: CaseValue = element_value(outcomes, has_outcome, _duration(testcase), self._bare)
         self._records.add(context, testcase.get("name") or "", value)
+        final = next((o for o in outcomes if o.kind not in _RERUN_TAGS), outcomes[-1])
+        flaky = sum(1 for o in outcomes if o.kind in ("flakyFailure", "flakyError"))
+        package = final.kind == "failure" and not classname and testcase.get("name") == "TestMain"
+        return final.kind, "failure" in tags and "error" in tags, flaky, package

@@ -38,9 +38,11 @@ from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalarc.formats.junit_counts import Disagreements
 from evalarc.formats.model import Attempt, SampleMeta, cut_evidence
 
 CHECK_NAME = "passed"
+RERUNFAILURES = "pytest-rerunfailures>=16.6.1"
 PYTEST_RERUN_EVIDENCE = (
     "rerun: this attempt failed and was run again (pytest-rerunfailures writes no detail for it)"
 )
@@ -53,6 +55,9 @@ class Outcome:
 
     passed: bool | None
     evidence: str | None
+    kind: str = ""
+    """How the producer counts it: ``failure``, ``error``, ``skipped`` or ``""`` (a pass); the
+    reconciliation with the file's own counters (:mod:`evalarc.formats.junit_counts`) reads it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,6 +405,10 @@ class Facts:
     testcases: int = 0
     classname_test: int = 0
     rerun_children: bool = False
+    reruns: int = 0
+    """Rerun elements :func:`read_cases` found (pytest-rerunfailures)."""
+    disagreements: Disagreements = field(default_factory=Disagreements)
+    """Suites whose declared counters differ from the reading (see :mod:`junit_counts`)."""
 
     def note_suite(self, element: ElementTree.Element, root: bool) -> None:
         keys = {_local(key) for key in element.attrib}
@@ -447,7 +456,6 @@ PRODUCERS = (
 """Every producer name :func:`identify_producer` returns (``junit``: not recognised)."""
 
 
-RERUNFAILURES = "pytest-rerunfailures>=16.6.1"
 
 
 def identify_producer(facts: Facts) -> str:
@@ -505,9 +513,16 @@ _OWN_RULES = frozenset({"node", "jest-junit", "mocha-junit-reporter", "ctest"})
 """Producers whose case id is not :func:`default_id`."""
 
 
+POOLING = frozenset({"pytest", RERUNFAILURES, "gotestsum"})
+"""Producers whose repeated element of one test in one suite is a rerun of it: pytest-
+rerunfailures (bare elements before the last), gotestsum ``--rerun-fails``. Every other
+producer's reruns are children (Surefire, nextest) or never written, so a repeated id is
+another test with the same name (RSpec one-liners, Robot tests sharing a name)."""
+
+
 def pools_attempts(producer: str) -> bool:
     """Whether repeated elements of one test inside one suite are attempts of that test."""
-    return producer != "node"
+    return producer in POOLING
 
 
 _VERDICTS: dict[bool | None, dict[str, bool | None]] = {
@@ -536,7 +551,7 @@ def read_cases(facts: Facts, records: Records) -> tuple[str, JUnitCases]:
         records.runs.clear()
         values: list[Any] = records.values
         return producer, JUnitCases.in_order(ids, values, ordered)
-    return _read_repeated(producer, records)
+    return _read_repeated(producer, records, facts)
 
 
 def _sorted_if_distinct(ids: list[Any]) -> list[str] | None:
@@ -557,7 +572,7 @@ def _own_rule_ids(producer: str, records: Records) -> None:
         records.ids[index] = base_id(producer, context, _name_in(context, element_id))
 
 
-def _read_repeated(producer: str, records: Records) -> tuple[str, JUnitCases]:
+def _read_repeated(producer: str, records: Records, facts: Facts) -> tuple[str, JUnitCases]:
     """:func:`read_cases` for a file that writes some base id more than once (reruns, or the
     same test name under two suites)."""
     keys = _keys(producer, records, release=True)
@@ -592,6 +607,7 @@ def _read_repeated(producer: str, records: Records) -> tuple[str, JUnitCases]:
         if before_bare and producer in ("pytest", RERUNFAILURES):
             producer = RERUNFAILURES
             test = test.last_failed()
+            facts.reruns += 1
         repeated[case_id] = _no_outcome(value)
         values[case_id] = test.then(expand(value))
     return producer, JUnitCases.from_dict(values)
@@ -619,30 +635,52 @@ class _Keys:
 
 def _keys(producer: str, records: Records, release: bool = False) -> _Keys:
     """Which (base id, ordinal) each element belongs to, from the records' case ids (see
-    :func:`_own_rule_ids`): a base id seen under a second suite element (or, for node, a second
-    time at all) is a different test, numbered in document order. ``release``: the records' ids
-    list becomes the base ids (no second list) and the contexts are dropped once used."""
+    :func:`_own_rule_ids`). A later element with a base id already seen is another attempt of
+    that test only where the producer's own rerun marker says so (:func:`pools_attempts`: in
+    the same suite element, and for pytest only after a bare element, which is how
+    pytest-rerunfailures writes a rerun); otherwise it is a distinct test, numbered 2, 3, ...
+    in document order. ``release``: the records' ids list becomes the base ids (no second
+    list) and the contexts are dropped once used."""
     bases: list[str | None] = records.ids if release else list(records.ids)
     ordinals: dict[int, int] = {}
     first: dict[str, Any] = {}
-    later_suites: dict[str, dict[int, int]] = {}
+    """Per base id, in the order first seen: how many distinct tests it names so far."""
+    last: dict[str, tuple[int, int, bool]] = {}
+    """Per base id seen more than once so far: (suite, ordinal, bare) of its latest element."""
     pools = pools_attempts(producer)
+    pytest = producer in ("pytest", RERUNFAILURES)
+    values = records.values
     for index, context in enumerate(records.contexts()):
         base = bases[index]
         assert base is not None
-        if pools:
-            suite = first.setdefault(base, context.suite_index)
-            if suite != context.suite_index:
-                seen = later_suites.setdefault(base, {})
-                ordinals[index] = seen.setdefault(context.suite_index, len(seen) + 2)
+        tests = first.get(base)
+        if tests is None:
+            first[base] = 1
+            if pools:
+                last[base] = (context.suite_index, 1, _bare(values, index))
+            continue
+        seen = last.get(base)
+        if (
+            pools
+            and seen is not None
+            and seen[0] == context.suite_index
+            and (seen[2] or not pytest)
+        ):
+            ordinal = seen[1]
         else:
-            ordinal = first.get(base, 0) + 1
-            first[base] = ordinal
-            if ordinal > 1:
-                ordinals[index] = ordinal
+            ordinal = first[base] = tests + 1
+        if pools:
+            last[base] = (context.suite_index, ordinal, _bare(values, index))
+        if ordinal > 1:
+            ordinals[index] = ordinal
     if release:
         records.runs.clear()
     return _Keys(bases, ordinals, first)
+
+
+def _bare(values: list[CaseValue | None], index: int) -> bool:
+    value = values[index] if index < len(values) else None
+    return value is not None and _no_outcome(value)
 
 
 class _Namer:
@@ -671,7 +709,7 @@ def record_case_ids(facts: Facts, records: Records) -> list[str]:
     """The case id of each element, in document order, exactly as :func:`read_cases` names the
     tests (for readers of the same file that show more than the model keeps)."""
     producer = identify_producer(facts)
-    copy = Records(list(records.ids), [], list(records.runs))
+    copy = Records(list(records.ids), records.values, list(records.runs))
     _own_rule_ids(producer, copy)
     ids: list[Any] = copy.ids
     if _sorted_if_distinct(ids) is not None:
