@@ -210,6 +210,8 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
     """Per open suite: the names of the enclosing named testsuites (one shared tuple each)."""
     suite_index: list[int] = []
     counts: list[SuiteCount] = []
+    hosts: list[str] = []
+    """Per open suite: its ``hostname`` (Playwright's project)."""
     """Per open suite: its declared counters and what the reader counted inside it so far."""
     suites_seen = 0
     elements = 0
@@ -217,14 +219,18 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
     try:
         events: Iterator[tuple[str, ElementTree.Element]] = SafeElementTree.iterparse(
             _CheckedReader(stream, name),
-            events=("start", "end", "comment"),
+            events=("start", "end", "comment", "pi"),
             forbid_dtd=True,
             forbid_entities=True,
             forbid_external=True,
         )
         for event, element in events:
             work += 1
-            if event == "comment":
+            if event == "pi":
+                target = (element.text or "").split(None, 1)[:1]
+                if target and target[0].lower() == "xml-stylesheet":
+                    raise InputError(_ACTIVE.format(name=name, what="an <?xml-stylesheet?>"))
+            elif event == "comment":
                 text = element.text or ""
                 if len(text) > MAX_TEXT_CHARS:
                     raise InputError(_cap(name, f"a comment longer than {MAX_TEXT_CHARS:,}"))
@@ -242,6 +248,7 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
                 if len(frames) >= MAX_DEPTH:
                     raise InputError(f"{name} nests elements deeper than {MAX_DEPTH} levels")
                 _check_attributes(element, name)
+                _check_namespaces(element, name)
                 tag = _local_name(element.tag)
                 kind = _classify(frames, tag, name)
                 if kind == "suite":
@@ -250,6 +257,7 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
                     label = element.get("name") or "" if tag == "testsuite" else ""
                     outer = suite_path[-1] if suite_path else ()
                     suite_path.append((*outer, label) if label else outer)
+                    hosts.append(sys.intern((element.get("hostname") or "")[:200]))
                     if tag == "testsuite" and label:
                         facts.suite_names.add(label)
                     facts.note_suite(element, root=not frames)
@@ -280,13 +288,14 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
                     raise InputError(_cap(name, f"an element text longer than {MAX_TEXT_CHARS:,}"))
                 if frame.kind == "testcase":
                     kind, both, flaky, package = builder.add(
-                        element, suite_path[-1], suite_index[-1], name
+                        element, suite_path[-1], suite_index[-1], name, hosts[-1]
                     )
                     for count in counts:
                         count.add(kind, both, flaky, package)
                 elif frame.kind == "suite":
                     suite_path.pop()
                     suite_index.pop()
+                    hosts.pop()
                     finished = counts.pop()
                     if not counts:
                         facts.disagreements.totals = finished
@@ -323,6 +332,29 @@ def _check_attributes(element: ElementTree.Element, name: str) -> None:
         if len(value) > MAX_ATTRIBUTE_CHARS:
             raise InputError(
                 _cap(name, f"an attribute value longer than {MAX_ATTRIBUTE_CHARS:,} characters")
+            )
+
+
+_XSI = "{http://www.w3.org/2001/XMLSchema-instance}"
+"""The one namespace a JUnit file uses (Surefire's ``xsi:noNamespaceSchemaLocation``)."""
+_ACTIVE = (
+    "{name} holds {what}; a JUnit file with it could be served as an active document on the "
+    "report's site, so it is refused"
+)
+
+
+def _check_namespaces(element: ElementTree.Element, name: str) -> None:
+    """Refuse elements in any namespace and attributes in any but XML Schema's: JUnit has
+    none, and XHTML or SVG markup in a preserved input runs scripts where a host serves it."""
+    tag = element.tag
+    if isinstance(tag, str) and tag.startswith("{"):
+        namespace = tag[1 : tag.find("}")][:100]
+        raise InputError(_ACTIVE.format(name=name, what=f"an element in the namespace {namespace}"))
+    for key in element.attrib:
+        if key.startswith("{") and not key.startswith(_XSI):
+            namespace = key[1 : key.find("}")][:100]
+            raise InputError(
+                _ACTIVE.format(name=name, what=f"an attribute in the namespace {namespace}")
             )
 
 
@@ -491,7 +523,12 @@ class _RecordBuilder:
         self._bare: dict[object, Attempt] = {}
 
     def add(
-        self, testcase: ElementTree.Element, suite_path: tuple[str, ...], suite: int, name: str
+        self,
+        testcase: ElementTree.Element,
+        suite_path: tuple[str, ...],
+        suite: int,
+        name: str,
+        project: str,
     ) -> tuple[str, bool, int, bool]:
         """Add one testcase; return what :meth:`SuiteCount.add` counts of it: how its final
         outcome counts, whether it holds both a failure and an error, its flaky runs, and
@@ -506,10 +543,15 @@ class _RecordBuilder:
         classname = testcase.get("classname") or ""
         context = self._contexts.get((suite, classname))
         if context is None:
-            context = Context(suite, suite_path, sys.intern(classname))
+            context = Context(suite, suite_path, sys.intern(classname), project)
             self._contexts[(suite, classname)] = context
         value: CaseValue = element_value(outcomes, has_outcome, _duration(testcase), self._bare)
-        self._records.add(context, testcase.get("name") or "", value)
+        name = testcase.get("name") or ""
+        parameter = testcase.get("value_param")
+        if parameter is not None:
+            # GoogleTest numbers TEST_P cases by position: the value keeps the id to the value.
+            name = f"{name} [{parameter}]"
+        self._records.add(context, name, value)
         final = next((o for o in outcomes if o.kind not in _RERUN_TAGS), outcomes[-1])
         flaky = sum(1 for o in outcomes if o.kind in ("flakyFailure", "flakyError"))
         package = final.kind == "failure" and not classname and testcase.get("name") == "TestMain"

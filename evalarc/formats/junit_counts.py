@@ -192,7 +192,7 @@ def reconcile(
 ) -> None:
     """Refuse the file unless every disagreement is one ``producer``'s counting explains.
     ``reruns``: the rerun elements the reader found (pytest-rerunfailures)."""
-    if producer == "node":
+    if producer == "node" and (disagreements.comments or disagreements.suites):
         _reconcile_node(disagreements, name)
     for suite in disagreements.suites:
         for key, declared, counted, what in _figures(suite):
@@ -209,7 +209,7 @@ def _reconcile_node(disagreements: Disagreements, name: str) -> None:
     """node's own totals are its root comments: tests, fail (+ cancelled), skipped + todo."""
     comments = disagreements.comments
     totals = disagreements.totals
-    if totals is None or "tests" not in comments or "fail" not in comments:
+    if totals is None or not comments:
         raise InputError(
             f"{name}: node's root comments (<!-- tests N -->, <!-- fail N -->) are missing, so "
             "its suite counters (which count describes as tests) cannot be reconciled; refused"
@@ -221,8 +221,10 @@ def _reconcile_node(disagreements: Disagreements, name: str) -> None:
         ("skipped+todo", comments.get("skipped", 0) + comments.get("todo", 0), totals.skipped,
          "skipped or todo"),
     )
+    present = {"tests": "tests" in comments, "fail": "fail" in comments}
+    present["skipped+todo"] = "skipped" in comments or "todo" in comments
     for key, declared, counted, what in figures:
-        if declared != counted:
+        if present[key] and declared != counted:
             raise InputError(
                 f"{name}: node's root comments declare {key} {declared} but its testcases hold "
                 f"{counted} {what} as EvalArc reads them; the file disagrees with itself or "

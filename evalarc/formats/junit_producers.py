@@ -43,6 +43,9 @@ from evalarc.formats.model import Attempt, SampleMeta, cut_evidence
 
 CHECK_NAME = "passed"
 RERUNFAILURES = "pytest-rerunfailures>=16.6.1"
+_ROBOT_ROOT = frozenset({"name", "tests", "errors", "failures", "skipped", "time", "timestamp"})
+"""Robot Framework's xunit root ``<testsuite>`` (with ``rebot --merge`` too): these attributes
+and no host name."""
 PYTEST_RERUN_EVIDENCE = (
     "rerun: this attempt failed and was run again (pytest-rerunfailures writes no detail for it)"
 )
@@ -70,6 +73,8 @@ class Context:
     suite_path: tuple[str, ...]
     """Names of the enclosing ``<testsuite>`` elements, outermost first."""
     classname: str
+    project: str = ""
+    """The enclosing suite's ``hostname``: Playwright writes the project there."""
 
 
 class JUnitCase(Mapping[str, Sequence[Attempt]]):
@@ -405,6 +410,8 @@ class Facts:
     testcases: int = 0
     classname_test: int = 0
     rerun_children: bool = False
+    catch2_host: bool = False
+    """A suite writes ``hostname="tbd"``, as Catch2 does (ctest writes its host or nothing)."""
     reruns: int = 0
     """Rerun elements :func:`read_cases` found (pytest-rerunfailures)."""
     disagreements: Disagreements = field(default_factory=Disagreements)
@@ -416,6 +423,8 @@ class Facts:
             self.root_tag = _local(element.tag)
             self.root_name = element.get("name")
             self.root_attributes = keys
+        if element.get("hostname") == "tbd":
+            self.catch2_host = True
         if _local(element.tag) == "testsuite" and len(self.suite_attributes) < _MAX_NOTED:
             self.suite_attributes |= set(list(keys)[:_MAX_NOTED])
         for key, value in element.attrib.items():
@@ -451,6 +460,12 @@ PRODUCERS = (
     "gotestsum",
     "cargo-nextest",
     "ctest",
+    "googletest",
+    "catch2",
+    "rspec",
+    "robot",
+    "phpunit",
+    "playwright",
     "junit",
 )
 """Every producer name :func:`identify_producer` returns (``junit``: not recognised)."""
@@ -485,8 +500,25 @@ def identify_producer(facts: Facts) -> str:
         if "hostname" not in facts.suite_attributes and "timestamp" in facts.suite_attributes:
             return "gotestsum"
         return "go-junit-report"
+    if root_name == "AllTests" or {"status", "result"} <= facts.testcase_attributes:
+        return "googletest"
     if "status" in facts.testcase_attributes:
-        return "ctest"
+        # ctest writes one root <testsuite>; Catch2 a <testsuites> around one per binary.
+        return "catch2" if facts.catch2_host else "ctest"
+    if "assertions" in facts.testcase_attributes and "assertions" in facts.suite_attributes:
+        return "phpunit"
+    if facts.suite_names == {"rspec"} and "seed" in facts.property_names:
+        return "rspec"
+    if facts.root_tag == "testsuites" and "id" in facts.root_attributes and (
+        "hostname" in facts.suite_attributes
+    ):
+        return "playwright"
+    if (
+        facts.root_tag == "testsuite"
+        and facts.root_attributes == _ROBOT_ROOT
+        and facts.testcase_attributes <= {"classname", "name", "time"}
+    ):
+        return "robot"
     if (
         "surefire" in facts.schema_location
         or any(name.startswith(("java.", "surefire.")) for name in facts.property_names)
@@ -502,6 +534,10 @@ def base_id(producer: str, context: Context, name: str) -> str:
     """The case id a producer's stable fields give one element (before disambiguation)."""
     if producer == "node":
         return " > ".join((*context.suite_path, name))
+    if producer == "playwright":
+        # Playwright keeps the project only as the suite's hostname.
+        project = f"[{context.project}] " if context.project else ""
+        return f"{project}{default_id(context, name)}"
     if producer in ("jest-junit", "mocha-junit-reporter", "ctest"):
         if producer == "jest-junit" and context.classname not in ("", name):
             return f"{context.classname}::{name}"
@@ -509,7 +545,7 @@ def base_id(producer: str, context: Context, name: str) -> str:
     return default_id(context, name)
 
 
-_OWN_RULES = frozenset({"node", "jest-junit", "mocha-junit-reporter", "ctest"})
+_OWN_RULES = frozenset({"node", "jest-junit", "mocha-junit-reporter", "ctest", "playwright"})
 """Producers whose case id is not :func:`default_id`."""
 
 
