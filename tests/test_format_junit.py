@@ -360,7 +360,7 @@ def test_suite_name_stands_in_for_classname_and_other_suites_are_other_tests(
     ]
     assert _outcomes(run)["outer::a"] == [True]
     assert _outcomes(run)["outer::a #2"] == [None]
-    assert _outcomes(run)["outer::a #2"] == [False]
+    assert _outcomes(run)["outer::a #3"] == [False]
     assert run.cases["inner::b"][CHECK][0].evidence == "failure: stripped text"
     assert run.identity == {"producer": "junit", "suites": ["inner", "outer", "wrapped"]}
 

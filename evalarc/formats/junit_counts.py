@@ -215,8 +215,8 @@ def _reconcile_node(disagreements: Disagreements, name: str) -> None:
             "its suite counters (which count describes as tests) cannot be reconciled; refused"
         )
     figures = (
-        ("tests", comments["tests"], totals.tests, "testcases"),
-        ("fail", comments["fail"] + comments.get("cancelled", 0), totals.failed + totals.errored,
+        ("tests", comments.get("tests", 0), totals.tests, "testcases"),
+        ("fail", comments.get("fail", 0) + comments.get("cancelled", 0), totals.failed + totals.errored,
          "failing"),
         ("skipped+todo", comments.get("skipped", 0) + comments.get("todo", 0), totals.skipped,
          "skipped or todo"),
