@@ -174,6 +174,70 @@ class _CheckedReader:
         return chunk
 
 
+_NEXT_DOCUMENT = b"\n<?xml"
+"""Where cargo's libtest (``--format junit``) starts the document of its next test binary: each
+document is one line, so a file holds one per binary, each opening with its declaration."""
+
+
+class _Documents:
+    """The XML documents one file holds, one after another: :meth:`read` ends each at the next
+    line that opens with an XML declaration (an XML declaration anywhere else is malformed, so
+    a single document is never split), :meth:`next_document` moves on."""
+
+    def __init__(self, source: _CheckedReader) -> None:
+        self._source = source
+        self._buffer = b""
+        self._exhausted = False
+        self._ended = False
+        self._started = False
+
+    def _fill(self) -> None:
+        while not self._exhausted and len(self._buffer) < 2 * len(_NEXT_DOCUMENT):
+            chunk = self._source.read()
+            if not chunk:
+                self._exhausted = True
+            self._buffer += chunk
+
+    def read(self, size: int = -1) -> bytes:
+        if self._ended:
+            return b""
+        self._fill()
+        buffer = self._buffer
+        # The declaration may open the document itself (offset 0 after a newline is not one).
+        at = buffer.find(_NEXT_DOCUMENT, 0 if self._started else 1)
+        self._started = True
+        if at >= 0:
+            self._buffer = buffer[at + 1 :]
+            self._ended = True
+            return buffer[: at + 1]
+        keep = 0 if self._exhausted else len(_NEXT_DOCUMENT) - 1
+        self._buffer = buffer[len(buffer) - keep :] if keep else b""
+        return buffer[: len(buffer) - keep]
+
+    def next_document(self) -> bool:
+        """Move to the next document; False when only white space is left."""
+        if not self._ended:
+            return False
+        self._ended = False
+        self._started = False
+        self._fill()
+        return bool(self._buffer.strip()) or not self._exhausted
+
+
+def _document_events(documents: _Documents) -> Iterator[tuple[str, ElementTree.Element]]:
+    """Every parser event of every document in the file, under defusedxml's limits."""
+    while True:
+        yield from SafeElementTree.iterparse(
+            documents,
+            events=("start", "end", "comment", "pi"),
+            forbid_dtd=True,
+            forbid_entities=True,
+            forbid_external=True,
+        )
+        if not documents.next_document():
+            return
+
+
 def _claims_utf8(head: bytes) -> bool:
     if head.startswith(_UTF16_32_BOMS):
         return False
@@ -217,13 +281,7 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
     elements = 0
     work = 0
     try:
-        events: Iterator[tuple[str, ElementTree.Element]] = SafeElementTree.iterparse(
-            _CheckedReader(stream, name),
-            events=("start", "end", "comment", "pi"),
-            forbid_dtd=True,
-            forbid_entities=True,
-            forbid_external=True,
-        )
+        events = _document_events(_Documents(_CheckedReader(stream, name)))
         for event, element in events:
             work += 1
             if event == "pi":
@@ -261,9 +319,7 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
                     if tag == "testsuite" and label:
                         facts.suite_names.add(label)
                     facts.note_suite(element, root=not frames)
-                    where = (
-                        f'<testsuite name="{label[:80]}">' if tag == "testsuite" else f"<{tag}>"
-                    )
+                    where = f'<testsuite name="{label[:80]}">' if tag == "testsuite" else f"<{tag}>"
                     counts.append(
                         SuiteCount(where, not frames, declared_counters(element, name, where))
                     )
@@ -460,9 +516,14 @@ def testcase_outcomes(testcase: ElementTree.Element, name: str = "") -> tuple[Ou
                 "yet holds a failure or error; the file disagrees with itself, so it is refused"
             )
         skipped = children.get("skipped")
-        evidence = _evidence("skipped", skipped[0]) if skipped else "not run: " + (
-            f"status={testcase.get('status') or ''} result={testcase.get('result') or ''}"
-        ).strip()
+        evidence = (
+            _evidence("skipped", skipped[0])
+            if skipped
+            else "not run: "
+            + (
+                f"status={testcase.get('status') or ''} result={testcase.get('result') or ''}"
+            ).strip()
+        )
         return (Outcome(None, evidence, "skipped"),)
     todo = [item for item in children.get("skipped", []) if item.get("type") == "todo"]
     if todo:
@@ -474,7 +535,9 @@ def testcase_outcomes(testcase: ElementTree.Element, name: str = "") -> tuple[Ou
         return (Outcome(None, "; ".join(parts), kind),)
     skipped = children.get("skipped", [])
     if skipped and "failure" in children and skipped[0].get("message") == _MAYFAIL:
-        evidence = f"{_evidence('skipped', skipped[0])}; {_evidence('failure', children['failure'][0])}"
+        evidence = (
+            f"{_evidence('skipped', skipped[0])}; {_evidence('failure', children['failure'][0])}"
+        )
         return (Outcome(None, evidence, "expected failure"),)
     final = Outcome(True, None)
     for tag, passed in (("failure", False), ("error", None), ("skipped", None)):

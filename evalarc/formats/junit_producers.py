@@ -459,6 +459,7 @@ PRODUCERS = (
     "go-junit-report",
     "gotestsum",
     "cargo-nextest",
+    "cargo-libtest",
     "ctest",
     "googletest",
     "catch2",
@@ -469,8 +470,6 @@ PRODUCERS = (
     "junit",
 )
 """Every producer name :func:`identify_producer` returns (``junit``: not recognised)."""
-
-
 
 
 def identify_producer(facts: Facts) -> str:
@@ -493,6 +492,8 @@ def identify_producer(facts: Facts) -> str:
         return "vitest"
     if root_name == "Mocha Tests" or "Root Suite" in facts.suite_names:
         return "mocha-junit-reporter"
+    if facts.root_tag == "testsuites" and {"package", "id"} <= facts.suite_attributes:
+        return "cargo-libtest"
     if root_name == "nextest-run" or "uuid" in facts.root_attributes:
         return "cargo-nextest"
     if "go.version" in facts.property_names:
@@ -509,8 +510,10 @@ def identify_producer(facts: Facts) -> str:
         return "phpunit"
     if facts.suite_names == {"rspec"} and "seed" in facts.property_names:
         return "rspec"
-    if facts.root_tag == "testsuites" and "id" in facts.root_attributes and (
-        "hostname" in facts.suite_attributes
+    if (
+        facts.root_tag == "testsuites"
+        and "id" in facts.root_attributes
+        and ("hostname" in facts.suite_attributes)
     ):
         return "playwright"
     if (

@@ -1,0 +1,223 @@
+"""Issue 23 on real files of the producers EvalArc had not read before (GoogleTest, Catch2,
+RSpec, Robot Framework, cargo libtest; see tests/fixtures/junit_producers/README.md): each is
+recognised from its own markers, named by its own stable fields, reconciled with its own
+counters, and none of the shapes that used to pass a regression passes."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import evalarc.formats.junit as junit_reader
+from evalarc.errors import InputError
+from evalarc.formats.junit_producers import Outcome
+from evalarc.formats.load import load_results
+from evalarc.formats.model import Run
+from evalarc.review.diff import DiffOptions, compute_diff
+
+if TYPE_CHECKING:
+    from conftest import Cli
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "junit_producers"
+CHECK = "passed"
+CREATED = "2026-01-01T00:00:00Z"
+
+
+def _read(name: str) -> Run:
+    return load_results(FIXTURES / name)
+
+
+def _outcomes(run: Run) -> dict[str, list[bool | None]]:
+    return {case: [a.passed for a in checks[CHECK]] for case, checks in run.cases.items()}
+
+
+def _changes(baseline: str, current: str) -> tuple[list[tuple[str, str]], bool]:
+    report: dict[str, Any] = compute_diff(
+        _read(baseline), _read(current), DiffOptions(threshold=1.0), created_at=CREATED
+    )
+    rows = [(row["kind"], row["case_id"]) for row in report["changes"]]
+    return rows, bool(report["gate_passed"])
+
+
+# --- GoogleTest --------------------------------------------------------------------------
+
+
+def test_googletest_is_not_ctest_and_its_ids_keep_suite_and_value() -> None:
+    run = _read("googletest.current.xml")
+    assert run.identity["producer"] == "googletest"
+    # googletest.current.log: [  FAILED  ] Beta.Works, Neg/Sq.NonNegative/0 (GetParam() = -1);
+    # [ SKIPPED ] Alpha.Skipped; "YOU HAVE 1 DISABLED TEST".
+    assert _outcomes(run) == {
+        "Alpha::Works": [True],
+        "Alpha::DISABLED_Later": [None],
+        "Alpha::Skipped": [None],
+        "Beta::Works": [False],
+        "Neg/Sq::NonNegative/0 [-1]": [False],
+        "Neg/Sq::NonNegative/1 [2]": [True],
+        "Pos/Sq::NonNegative/0 [1]": [True],
+        "Pos/Sq::NonNegative/1 [2]": [True],
+    }
+    disabled = run.cases["Alpha::DISABLED_Later"][CHECK][0]
+    assert disabled.evidence == "not run: status=notrun result=suppressed"
+
+
+def test_googletest_same_name_in_two_suites_and_a_new_instantiation_block() -> None:
+    rows, passed = _changes("googletest.baseline.xml", "googletest.current.xml")
+    assert passed is False
+    assert ("regressed", "Beta::Works") in rows
+    assert ("added", "Neg/Sq::NonNegative/0 [-1]") in rows
+    # Alpha.Works still passes, and no Pos/Sq case moved: nothing else changed.
+    assert {case for _, case in rows} == {
+        "Beta::Works",
+        "Neg/Sq::NonNegative/0 [-1]",
+        "Neg/Sq::NonNegative/1 [2]",
+    }
+
+
+def test_an_unknown_status_or_result_value_is_refused_naming_it(tmp_path: Path) -> None:
+    data = (FIXTURES / "googletest.current.xml").read_text(encoding="utf-8")
+    path = tmp_path / "odd.xml"
+    path.write_text(data.replace('result="suppressed"', 'result="quarantined"'))
+    with pytest.raises(InputError, match=r"odd\.xml: a testcase states result='quarantined'"):
+        load_results(path)
+
+
+# --- Catch2, RSpec, Robot, cargo libtest --------------------------------------------------
+
+
+def test_catch2_mayfail_and_shouldfail_are_expected_failures_sections_are_tests() -> None:
+    run = _read("catch2.xml")
+    assert run.identity["producer"] == "catch2"
+    # catch2.log: "test cases: 5 | 2 passed | 1 failed | 2 failed as expected".
+    assert _outcomes(run) == {
+        "t.global::adds": [True],
+        "t.global::subtracts/small": [True],
+        "t.global::subtracts/big": [False],
+        "t.global::may fail": [None],
+        "t.global::should fail": [None],
+    }
+
+
+def test_rspec_one_liners_with_one_description_are_two_tests_and_block() -> None:
+    run = _read("rspec-same-name.current.xml")
+    assert run.identity["producer"] == "rspec"
+    # rspec-same-name.current.log: "F.." (the first example fails, the second passes).
+    assert _outcomes(run) == {
+        "spec.calc_spec::Calc is expected to eq 2": [False],
+        "spec.calc_spec::Calc is expected to eq 2 #2": [True],
+        "spec.calc_spec::Calc adds": [True],
+    }
+    rows, passed = _changes("rspec-same-name.baseline.xml", "rspec-same-name.current.xml")
+    assert passed is False
+    assert rows == [
+        ("regressed", "spec.calc_spec::Calc is expected to eq 2"),
+        ("improved", "spec.calc_spec::Calc is expected to eq 2 #2"),
+    ]
+
+
+def test_robot_tests_sharing_a_name_are_distinct_never_attempts() -> None:
+    for name in ("robot.xml", "robot-merged.xml"):
+        run = _read(name)
+        assert run.identity["producer"] == "robot", name
+        assert all(len(checks[CHECK]) == 1 for checks in run.cases.values()), name
+    # robot.log: "Same Name | PASS", "Same Name | FAIL 1 != 2".
+    assert _outcomes(_read("robot.xml"))["Suite::Same Name"] == [True]
+    assert _outcomes(_read("robot.xml"))["Suite::Same Name #2"] == [False]
+
+
+def test_cargo_libtest_documents_of_every_binary_are_read() -> None:
+    run = _read("cargo-libtest.xml")
+    assert run.identity["producer"] == "cargo-libtest"
+    # test result lines: lib "1 passed; 1 failed; 1 ignored", tests/it.rs "1 passed".
+    assert _outcomes(run) == {
+        "tests::it_works": [True],
+        "tests::it_fails": [False],
+        "integration::integration": [True],
+    }
+
+
+# --- reconciliation must show: a broken reading is refused ---------------------------------
+
+
+def _failure_read_as_pass(
+    real: Any,
+) -> Any:
+    def broken(testcase: ElementTree.Element, name: str = "") -> tuple[Outcome, ...]:
+        outcomes: tuple[Outcome, ...] = real(testcase, name)
+        return tuple(
+            Outcome(True, None, "") if outcome.kind == "failure" else outcome
+            for outcome in outcomes
+        )
+
+    return broken
+
+
+def test_a_reading_that_takes_a_failure_for_a_pass_is_refused(
+    monkeypatch: pytest.MonkeyPatch, cli: Cli
+) -> None:
+    """The reader's outcome function is deliberately broken: every failure reads as a pass.
+    The file's own counters disagree with that reading, so the diff exits 2 naming the file,
+    the suite and both figures instead of passing Beta.Works' regression."""
+    monkeypatch.setattr(
+        junit_reader, "testcase_outcomes", _failure_read_as_pass(junit_reader.testcase_outcomes)
+    )
+    baseline = FIXTURES / "googletest.baseline.xml"
+    current = FIXTURES / "googletest.current.xml"
+    result = cli("diff", baseline, current)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert lines == [
+        f'evalarc: {current}: <testsuite name="Beta"> declares failures=1 but its testcases '
+        "hold 0 failing as EvalArc reads them (producer: googletest); the file disagrees with "
+        "itself or with this reading, so it is refused"
+    ]
+
+
+def test_the_same_files_read_unbroken_pass_reconciliation(cli: Cli) -> None:
+    result = cli("diff", FIXTURES / "googletest.baseline.xml", FIXTURES / "googletest.current.xml")
+    assert result.exit_code == 1, result.output
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (
+            ('name="Beta" tests="1" failures="1"', 'name="Beta" tests="2" failures="1"'),
+            '<testsuite name="Beta"> declares tests=2 but its testcases hold 1 testcases',
+        ),
+        (
+            (
+                'name="Alpha" tests="3" failures="0" disabled="1" skipped="1"',
+                'name="Alpha" tests="3" failures="0" disabled="2" skipped="1"',
+            ),
+            '<testsuite name="Alpha"> declares skipped+disabled=3 but its testcases hold 2',
+        ),
+    ],
+)
+def test_counters_that_disagree_are_refused(
+    tmp_path: Path, edit: tuple[str, str], expected: str
+) -> None:
+    data = (FIXTURES / "googletest.current.xml").read_text(encoding="utf-8")
+    assert edit[0] in data
+    path = tmp_path / "edited.xml"
+    path.write_text(data.replace(edit[0], edit[1]))
+    with pytest.raises(InputError, match="edited.xml: " + expected.replace("+", r"\+")):
+        load_results(path)
+
+
+def test_an_unknown_producer_must_agree_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "plain.xml"
+    path.write_text(
+        '<testsuite name="calc" tests="2" failures="0"><testcase name="a"/>'
+        '<testcase name="b"><failure message="x"/></testcase></testsuite>'
+    )
+    with pytest.raises(InputError) as refused:
+        load_results(path)
+    assert str(refused.value).endswith(
+        'plain.xml: <testsuite name="calc"> declares failures=0 but its testcases hold 1 '
+        "failing as EvalArc reads them (producer: junit); the file disagrees with itself or "
+        "with this reading, so it is refused"
+    )
