@@ -221,3 +221,18 @@ def test_an_unknown_producer_must_agree_exactly(tmp_path: Path) -> None:
         "failing as EvalArc reads them (producer: junit); the file disagrees with itself or "
         "with this reading, so it is refused"
     )
+
+
+def test_robot_html_messages_are_text_and_gotestsum_failed_is_not_a_cause() -> None:
+    merged = _read("robot-merged.xml").cases["Suite::Html Fail"][CHECK][0]
+    assert merged.evidence is not None and "<" not in merged.evidence
+    assert "New message: bold failure" in merged.evidence
+    gotestsum = load_results(
+        Path(__file__).resolve().parent / "corpus/junit/realworld/gotestsum-junitxml-report.xml"
+    )
+    main = gotestsum.cases["gotest.tools/gotestsum/testjson/internal/badmain::TestMain"]
+    # message="Failed" on every gotestsum failure; the body says what failed.
+    assert main[CHECK][0].evidence == (
+        "failure: sometimes main can exit 2\nFAIL\tgotest.tools/gotestsum/testjson/internal/"
+        "badmain\t0.001s"
+    )

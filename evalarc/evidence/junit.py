@@ -19,7 +19,7 @@ import defusedxml.ElementTree as SafeElementTree
 
 from evalarc.errors import EvalArcError
 from evalarc.evidence.model import CaseEvidence, Section, SideEvidence, item
-from evalarc.formats.junit import SUITE_TAGS, scan_records
+from evalarc.formats.junit import SUITE_TAGS, message_text, scan_records
 from evalarc.formats.junit_producers import read_cases, record_case_ids
 from evalarc.formats.model import Attempt, Run
 
@@ -49,7 +49,9 @@ def _testcase_sections(testcase: ElementTree.Element, attempt: int) -> list[Sect
                 outcome = tag
             section = Section(f"Attempt {attempt} · {tag}", tone=_TONES.get(tag, "warn"))
             section.add("type", child.get("type"))
-            section.add("message", child.get("message"), pre=True)
+            message = child.get("message")
+            # Robot Framework's *HTML* messages are shown as the text they mean, not markup.
+            section.add("message", message_text(message) if message else message, pre=True)
             section.add("stack trace", (child.text or "").strip(), pre=True)
             for grandchild in child:
                 name = _local(grandchild.tag)

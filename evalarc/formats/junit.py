@@ -47,6 +47,7 @@ __all__ = [
     "CHECK_NAME",
     "MAX_DEPTH",
     "SUITE_TAGS",
+    "message_text",
     "read_junit",
     "read_junit_bytes",
     "read_junit_stream",
@@ -449,10 +450,27 @@ def _unknown(name: str, tag: str, parent: str) -> str:
     )
 
 
+_CONSTANT_MESSAGES = frozenset({"Failed"})
+"""Messages that name no cause (gotestsum writes ``message="Failed"`` on every failure): the
+element's text is the evidence instead."""
+_HTML_TAG = re.compile(r"<[^<>]{0,2000}>")
+
+
+def message_text(message: str) -> str:
+    """A Robot Framework ``*HTML*`` message as the text it shows (tags dropped, the common
+    entities decoded), never markup; any other message as it is."""
+    if not message.startswith("*HTML*"):
+        return message
+    text = _HTML_TAG.sub(" ", message[len("*HTML*") :])
+    for entity, char in (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&amp;", "&")):
+        text = text.replace(entity, char)
+    return " ".join(text.split())
+
+
 def _evidence(tag: str, element: ElementTree.Element) -> str:
-    message = element.get("message") or ""
-    if not message.strip():
-        message = (element.text or "").strip()
+    message = message_text(element.get("message") or "")
+    if not message.strip() or message.strip() in _CONSTANT_MESSAGES:
+        message = (element.text or "").strip() or message.strip()
     return f"{tag}: {message[:600]}" if message else tag
 
 
