@@ -5,6 +5,7 @@ counters, and none of the shapes that used to pass a regression passes."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -236,3 +237,56 @@ def test_robot_html_messages_are_text_and_gotestsum_failed_is_not_a_cause() -> N
         "failure: sometimes main can exit 2\nFAIL\tgotest.tools/gotestsum/testjson/internal/"
         "badmain\t0.001s"
     )
+
+
+# --- tests sharing one id: paired in document order, refused where that could hide a change --
+
+
+def _same_name_pair(tmp_path: Path, before: str, now: str) -> tuple[Path, Path]:
+    """Two RSpec files from the real baseline, its two same-named examples set to ``before``
+    and ``now`` ("P"/"F" in document order)."""
+    data = (FIXTURES / "rspec-same-name.baseline.xml").read_text(encoding="utf-8")
+    head, first, second, tail = re.split(
+        r'(?=<testcase classname="spec.calc_spec" name="Calc (?:is expected to eq 2|adds)")',
+        data,
+    )
+    passing = re.sub(r"><failure.*?</failure></testcase>", "></testcase>", first, flags=re.S)
+    failing = second if "<failure" in second else first
+    examples = {"P": passing, "F": failing}
+    paths = []
+    for side, outcomes in (("b", before), ("c", now)):
+        body = "".join(examples[o] for o in outcomes)
+        fails = outcomes.count("F")
+        text = (head + body + tail).replace('failures="1"', f'failures="{fails}"')
+        text = text.replace('tests="3"', f'tests="{len(outcomes) + 1}"')
+        path = tmp_path / f"{side}.xml"
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+@pytest.mark.parametrize(
+    ("before", "now", "exit_code"),
+    [
+        ("PF", "PF", 2),  # a swap of a fix and a break reads the same: refused
+        ("PF", "FP", 1),  # position pairing already blocks (regressed)
+        ("PP", "P", 1),  # one fewer: removed blocks
+        ("PF", "PP", 0),  # every member passes, as many as before: no pass lost
+        ("PP", "PPP", 0),
+    ],
+)
+def test_same_id_groups_never_pass_a_change_they_could_hide(
+    tmp_path: Path, cli: Cli, before: str, now: str, exit_code: int
+) -> None:
+    baseline, current = _same_name_pair(tmp_path, before, now)
+    result = cli("diff", baseline, current)
+    assert result.exit_code == exit_code, result.output
+    if exit_code == 2:
+        assert result.output.strip().splitlines() == [
+            f"evalarc: {current.name}: 2 tests are named "
+            "'spec.calc_spec::Calc is expected to eq 2' "
+            "(the baseline has 2), and not every one passes now; EvalArc pairs them in document "
+            "order, which cannot tell a fixed test from a broken one if their order changed, so "
+            "the pair is refused; give the tests distinct names (or a suite, class or file that "
+            "tells them apart)"
+        ]

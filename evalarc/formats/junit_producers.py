@@ -34,7 +34,7 @@ import weakref
 import xml.etree.ElementTree as ElementTree
 from array import array
 from bisect import bisect_left
-from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Collection, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,11 +179,15 @@ class JUnitCases(Mapping[str, Mapping[str, Sequence[Attempt]]]):
     document order as positions, so half a million bare testcases cost their ids and about 20
     bytes each; iteration is in document order."""
 
-    __slots__ = ("__weakref__", "_ids", "_order", "_values")
+    __slots__ = ("__weakref__", "_ids", "_order", "_values", "groups")
 
     def __init__(self, ids: list[str], values: list[CaseValue], in_document: Sequence[str]) -> None:
         """``ids`` (sorted, distinct) and their ``values``; ``in_document``: the same ids in
         document order."""
+        self.groups: dict[str, tuple[str, ...]] = {}
+        """Distinct tests the producer names alike (base id: the ids ``base``, ``base #2``,
+        ... in document order); paired with the other run in that order, so
+        :func:`ambiguous_group` decides whether the order could hide a change."""
         self._values = values
         self._order = array("I", (bisect_left(ids, case_id) for case_id in in_document))
         self._ids = ids
@@ -649,7 +653,9 @@ def _read_repeated(producer: str, records: Records, facts: Facts) -> tuple[str, 
             facts.reruns += 1
         repeated[case_id] = _no_outcome(value)
         values[case_id] = test.then(expand(value))
-    return producer, JUnitCases.from_dict(values)
+    tests = JUnitCases.from_dict(values)
+    tests.groups = namer.groups()
+    return producer, tests
 
 
 _PENDING = object()
@@ -726,6 +732,13 @@ class _Namer:
     """The case id of each element: its base id for the first test of that name, ``base #N``
     (never one already taken) for a later one."""
 
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        """Each base id that names more than one test: the ids of its tests in order."""
+        found: dict[str, list[str]] = {}
+        for (base, _ordinal), name in sorted(self._names.items()):
+            found.setdefault(base, [base]).append(name)
+        return {base: tuple(names) for base, names in found.items()}
+
     def __init__(self, keys: _Keys) -> None:
         self._keys = keys
         self._used: set[str] = set(keys.first) if keys.later else set()
@@ -766,3 +779,43 @@ def _distinct_name(key: tuple[str, int], used: set[str]) -> str:
             used.add(candidate)
             return candidate
         number += 1
+
+
+def _passes(test: Mapping[str, Sequence[Attempt]] | None) -> bool:
+    return test is not None and all(
+        attempt.passed is True for attempts in test.values() for attempt in attempts
+    )
+
+
+def ambiguous_group(
+    baseline: Mapping[str, Mapping[str, Sequence[Attempt]]],
+    current: Mapping[str, Mapping[str, Sequence[Attempt]]],
+    blocked: Collection[str],
+) -> str | None:
+    """Why pairing tests that share one id in document order could hide a change, or None.
+
+    Tests the producer names alike are paired ``id`` with ``id``, ``id #2`` with ``id #2``.
+    When every current member passes and there are at least as many as in the baseline, no
+    pass can have been lost whatever the order. Otherwise a member may have regressed while
+    another was fixed and the order changed: unless a blocking row (``blocked``: case ids)
+    already names the group, the pair is refused with how to tell the tests apart."""
+    groups: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for side, tests in enumerate((baseline, current)):
+        found = getattr(tests, "groups", None)
+        if not isinstance(found, dict):
+            continue
+        for base, members in found.items():
+            pair = groups.get(base, ((base,), (base,)))
+            groups[base] = (members, pair[1]) if side == 0 else (pair[0], members)
+    for base, (before, now) in sorted(groups.items()):
+        if all(_passes(current.get(member)) for member in now) and len(now) >= len(before):
+            continue
+        if any(member in blocked for member in (*before, *now)):
+            continue
+        return (
+            f"{len(now)} tests are named {base[:200]!r} (the baseline has {len(before)}), and "
+            "not every one passes now; EvalArc pairs them in document order, which cannot tell "
+            "a fixed test from a broken one if their order changed, so the pair is refused; "
+            "give the tests distinct names (or a suite, class or file that tells them apart)"
+        )
+    return None
