@@ -225,18 +225,16 @@ class _Documents:
         return bool(self._buffer.strip()) or not self._exhausted
 
 
-def _document_events(documents: _Documents) -> Iterator[tuple[str, ElementTree.Element]]:
-    """Every parser event of every document in the file, under defusedxml's limits."""
-    while True:
-        yield from SafeElementTree.iterparse(
-            documents,
-            events=("start", "end", "comment", "pi"),
-            forbid_dtd=True,
-            forbid_entities=True,
-            forbid_external=True,
-        )
-        if not documents.next_document():
-            return
+def _iterparse(documents: _Documents) -> Iterator[tuple[str, ElementTree.Element]]:
+    """The parser events of the current document, under defusedxml's limits."""
+    events: Iterator[tuple[str, ElementTree.Element]] = SafeElementTree.iterparse(
+        documents,
+        events=("start", "end", "comment", "pi"),
+        forbid_dtd=True,
+        forbid_entities=True,
+        forbid_external=True,
+    )
+    return events
 
 
 def _claims_utf8(head: bytes) -> bool:
@@ -275,101 +273,111 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
     """Per open suite: the names of the enclosing named testsuites (one shared tuple each)."""
     suite_index: list[int] = []
     counts: list[SuiteCount] = []
+    """Per open suite: its declared counters and what the reader counted inside it so far."""
     hosts: list[str] = []
     """Per open suite: its ``hostname`` (Playwright's project)."""
-    """Per open suite: its declared counters and what the reader counted inside it so far."""
     suites_seen = 0
     elements = 0
     work = 0
     try:
-        events = _document_events(_Documents(_CheckedReader(stream, name)))
-        for event, element in events:
-            work += 1
-            if event == "pi":
-                target = (element.text or "").split(None, 1)[:1]
-                if target and target[0].lower() == "xml-stylesheet":
-                    raise InputError(_ACTIVE.format(name=name, what="an <?xml-stylesheet?>"))
-            elif event == "comment":
-                text = element.text or ""
-                if len(text) > MAX_TEXT_CHARS:
-                    raise InputError(_cap(name, f"a comment longer than {MAX_TEXT_CHARS:,}"))
-                found = _NODE_COMMENT.match(text) if len(frames) == 1 else None
-                if found is not None:
-                    facts.node_comments += 1
-                    number = text.split()[1] if len(text.split()) == 2 else ""
-                    if number.isdigit() and len(number) < 13:
-                        facts.disagreements.comments[found.group(1)] = int(number)
-            elif event == "start":
-                elements += 1
-                work += len(element.attrib)
-                if elements > MAX_ELEMENTS:
-                    raise InputError(_cap(name, f"more than {MAX_ELEMENTS:,} elements"))
-                if len(frames) >= MAX_DEPTH:
-                    raise InputError(f"{name} nests elements deeper than {MAX_DEPTH} levels")
-                _check_attributes(element, name)
-                _check_namespaces(element, name)
-                tag = _local_name(element.tag)
-                kind = _classify(frames, tag, name)
-                if kind == "suite":
-                    suites_seen += 1
-                    suite_index.append(suites_seen if tag == "testsuite" else 0)
-                    label = element.get("name") or "" if tag == "testsuite" else ""
-                    outer = suite_path[-1] if suite_path else ()
-                    suite_path.append((*outer, label) if label else outer)
-                    hosts.append(sys.intern((element.get("hostname") or "")[:200]))
-                    if tag == "testsuite" and label:
-                        facts.suite_names.add(label)
-                    facts.note_suite(element, root=not frames)
-                    where = f'<testsuite name="{label[:80]}">' if tag == "testsuite" else f"<{tag}>"
-                    counts.append(
-                        SuiteCount(where, not frames, declared_counters(element, name, where))
-                    )
-                elif kind == "testcase" and len(records) >= MAX_TESTCASES:
-                    raise InputError(_cap(name, f"more than {MAX_TESTCASES:,} testcases"))
-                if frames and frames[-1].kind == "testcase":
-                    parent = frames[-1].element
-                    if len(parent) > MAX_TESTCASE_CHILDREN:
-                        raise InputError(
-                            _cap(
-                                name,
-                                f"a testcase with more than {MAX_TESTCASE_CHILDREN:,} children",
-                            )
+        documents = _Documents(_CheckedReader(stream, name))
+        while True:
+            for event, element in _iterparse(documents):
+                work += 1
+                if event == "pi":
+                    target = (element.text or "").split(None, 1)[:1]
+                    if target and target[0].lower() == "xml-stylesheet":
+                        raise InputError(_ACTIVE.format(name=name, what="an <?xml-stylesheet?>"))
+                elif event == "comment":
+                    text = element.text or ""
+                    if len(text) > MAX_TEXT_CHARS:
+                        raise InputError(_cap(name, f"a comment longer than {MAX_TEXT_CHARS:,}"))
+                    found = _NODE_COMMENT.match(text) if len(frames) == 1 else None
+                    if found is not None:
+                        facts.node_comments += 1
+                        number = text.split()[1] if len(text.split()) == 2 else ""
+                        if number.isdigit() and len(number) < 13:
+                            facts.disagreements.comments[found.group(1)] = int(number)
+                elif event == "start":
+                    elements += 1
+                    work += len(element.attrib)
+                    if elements > MAX_ELEMENTS:
+                        raise InputError(_cap(name, f"more than {MAX_ELEMENTS:,} elements"))
+                    if len(frames) >= MAX_DEPTH:
+                        raise InputError(f"{name} nests elements deeper than {MAX_DEPTH} levels")
+                    _check_attributes(element, name)
+                    _check_namespaces(element, name)
+                    tag = _local_name(element.tag)
+                    kind = _classify(frames, tag, name)
+                    if kind == "suite":
+                        suites_seen += 1
+                        suite_index.append(suites_seen if tag == "testsuite" else 0)
+                        label = element.get("name") or "" if tag == "testsuite" else ""
+                        outer = suite_path[-1] if suite_path else ()
+                        suite_path.append((*outer, label) if label else outer)
+                        hosts.append(sys.intern((element.get("hostname") or "")[:200]))
+                        if tag == "testsuite" and label:
+                            facts.suite_names.add(label)
+                        facts.note_suite(element, root=not frames)
+                        where = (
+                            f'<testsuite name="{label[:80]}">' if tag == "testsuite" else f"<{tag}>"
                         )
-                elif frames and frames[-1].tag == "properties" and tag == "property":
-                    facts.note_property(element)
-                frames.append(_Frame(element, kind, tag))
-            else:
-                frame = frames.pop()
-                body = element.text
-                if body is not None and len(body) > MAX_TEXT_CHARS:
-                    raise InputError(_cap(name, f"an element text longer than {MAX_TEXT_CHARS:,}"))
-                if frame.kind == "testcase":
-                    kind, both, flaky, package = builder.add(
-                        element, suite_path[-1], suite_index[-1], name, hosts[-1]
-                    )
-                    for count in counts:
-                        count.add(kind, both, flaky, package)
-                elif frame.kind == "suite":
-                    suite_path.pop()
-                    suite_index.pop()
-                    hosts.pop()
-                    finished = counts.pop()
-                    if not counts:
-                        facts.disagreements.totals = finished
-                    facts.disagreements.note(finished, name)
-                if frame.kind != "outcome" and frames:
-                    # Drop what is finished, so memory stays flat however many elements the file
-                    # holds. Every later sibling already built is reached through its own event,
-                    # so a suite's (or container's) child list is emptied whole; a testcase keeps
-                    # its outcome children until it is read.
-                    element.clear()
-                    holder = frames[-1]
-                    if holder.kind != "testcase":
-                        del holder.element[:]
-                elif frame.kind == "outcome":
-                    del element[:]
-            if work > MAX_WORK:
-                raise InputError(_cap(name, f"more than {MAX_WORK:,} parser events"))
+                        counts.append(
+                            SuiteCount(where, not frames, declared_counters(element, name, where))
+                        )
+                    elif kind == "testcase" and len(records) >= MAX_TESTCASES:
+                        raise InputError(_cap(name, f"more than {MAX_TESTCASES:,} testcases"))
+                    if frames and frames[-1].kind == "testcase":
+                        parent = frames[-1].element
+                        if len(parent) > MAX_TESTCASE_CHILDREN:
+                            raise InputError(
+                                _cap(
+                                    name,
+                                    f"a testcase with more than {MAX_TESTCASE_CHILDREN:,} children",
+                                )
+                            )
+                    elif frames and frames[-1].tag == "properties" and tag == "property":
+                        facts.note_property(element)
+                    frames.append(_Frame(element, kind, tag))
+                else:
+                    frame = frames.pop()
+                    body = element.text
+                    if body is not None and len(body) > MAX_TEXT_CHARS:
+                        raise InputError(
+                            _cap(name, f"an element text longer than {MAX_TEXT_CHARS:,}")
+                        )
+                    if frame.kind == "testcase":
+                        builder.add(
+                            element, suite_path[-1], suite_index[-1], name, hosts[-1], counts[-1]
+                        )
+                    elif frame.kind == "suite":
+                        suite_path.pop()
+                        suite_index.pop()
+                        hosts.pop()
+                        finished = counts.pop()
+                        if counts:
+                            # A suite's counters cover its nested suites: the enclosing one
+                            # takes this one's figures once it is done (not every testcase at
+                            # every level).
+                            counts[-1].merge(finished)
+                        else:
+                            facts.disagreements.totals = finished
+                        facts.disagreements.note(finished, name)
+                    if frame.kind != "outcome" and frames:
+                        # Drop what is finished, so memory stays flat however many elements the
+                        # file holds. Every later sibling already built is reached through its own
+                        # event, so a suite's (or container's) child list is emptied whole; a
+                        # testcase keeps its outcome children until it is read.
+                        element.clear()
+                        holder = frames[-1]
+                        if holder.kind != "testcase":
+                            del holder.element[:]
+                    elif frame.kind == "outcome":
+                        del element[:]
+                if work > MAX_WORK:
+                    raise InputError(_cap(name, f"more than {MAX_WORK:,} parser events"))
+            if not documents.next_document():
+                break
     except defusedxml.DefusedXmlException:
         raise InputError(f"{name}: {_DTD_MESSAGE}") from None
     except (ElementTree.ParseError, LookupError, ValueError) as error:
@@ -385,11 +393,16 @@ def _cap(name: str, what: str) -> str:
 def _check_attributes(element: ElementTree.Element, name: str) -> None:
     if len(element.attrib) > MAX_ATTRIBUTES:
         raise InputError(_cap(name, f"an element with more than {MAX_ATTRIBUTES} attributes"))
-    for value in element.attrib.values():
+    tag = element.tag
+    if isinstance(tag, str) and tag[:1] == "{":
+        _check_namespaces(element, name)
+    for key, value in element.attrib.items():
         if len(value) > MAX_ATTRIBUTE_CHARS:
             raise InputError(
                 _cap(name, f"an attribute value longer than {MAX_ATTRIBUTE_CHARS:,} characters")
             )
+        if key[:1] == "{":
+            _check_namespaces(element, name)
 
 
 _XSI = "{http://www.w3.org/2001/XMLSchema-instance}"
@@ -404,7 +417,7 @@ def _check_namespaces(element: ElementTree.Element, name: str) -> None:
     """Refuse elements in any namespace and attributes in any but XML Schema's: JUnit has
     none, and XHTML or SVG markup in a preserved input runs scripts where a host serves it."""
     tag = element.tag
-    if isinstance(tag, str) and tag.startswith("{"):
+    if isinstance(tag, str) and tag[:1] == "{":
         namespace = tag[1 : tag.find("}")][:100]
         raise InputError(_ACTIVE.format(name=name, what=f"an element in the namespace {namespace}"))
     for key in element.attrib:
@@ -521,9 +534,10 @@ def testcase_outcomes(testcase: ElementTree.Element, name: str = "") -> tuple[Ou
     test passed on a rerun) and ``rerunFailure``/``rerunError`` failed/errored attempts after
     the first failure.
     """
-    stated = _stated(testcase, name)
-    if not len(testcase) and stated is None:
+    attributes = testcase.attrib
+    if not len(testcase) and "status" not in attributes and "result" not in attributes:
         return _PASSED
+    stated = _stated(testcase, name)
     children: dict[str, list[ElementTree.Element]] = {}
     for child in testcase:
         children.setdefault(_local_name(child.tag), []).append(child)
@@ -608,19 +622,23 @@ class _RecordBuilder:
         testcase: ElementTree.Element,
         suite_path: tuple[str, ...],
         suite: int,
-        name: str,
+        source_name: str,
         project: str,
-    ) -> tuple[str, bool, int, bool]:
-        """Add one testcase; return what :meth:`SuiteCount.add` counts of it: how its final
-        outcome counts, whether it holds both a failure and an error, its flaky runs, and
-        whether it is gotestsum's synthetic package failure."""
+        count: SuiteCount,
+    ) -> None:
+        """Add one testcase, and count its outcome in ``count`` (its suite's figures)."""
         facts = self._facts
         facts.note_testcase(testcase)
-        tags = {_local_name(child.tag) for child in testcase}
-        outcomes = testcase_outcomes(testcase, name)
-        has_outcome = bool(tags & OUTCOME_TAGS) or any(o.passed is not True for o in outcomes)
-        if tags & _RERUN_TAGS:
-            facts.rerun_children = True
+        outcomes = testcase_outcomes(testcase, source_name)
+        if outcomes is _PASSED:
+            tags: set[str] = set()
+            has_outcome = False
+            count.tests += 1
+        else:
+            tags = {_local_name(child.tag) for child in testcase}
+            has_outcome = bool(tags & OUTCOME_TAGS) or any(o.passed is not True for o in outcomes)
+            if tags & _RERUN_TAGS:
+                facts.rerun_children = True
         classname = testcase.get("classname") or ""
         context = self._contexts.get((suite, classname))
         if context is None:
@@ -633,7 +651,9 @@ class _RecordBuilder:
             # GoogleTest numbers TEST_P cases by position: the value keeps the id to the value.
             name = f"{name} [{parameter}]"
         self._records.add(context, name, value)
+        if outcomes is _PASSED:
+            return
         final = next((o for o in outcomes if o.kind not in _RERUN_TAGS), outcomes[-1])
         flaky = sum(1 for o in outcomes if o.kind in ("flakyFailure", "flakyError"))
         package = final.kind == "failure" and not classname and testcase.get("name") == "TestMain"
-        return final.kind, "failure" in tags and "error" in tags, flaky, package
+        count.add(final.kind, "failure" in tags and "error" in tags, flaky, package)

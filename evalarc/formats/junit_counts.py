@@ -66,6 +66,17 @@ class SuiteCount:
         if both:
             self.failure_and_error += 1
 
+    def merge(self, nested: SuiteCount) -> None:
+        """Take a finished nested suite's figures (a suite's counters cover its nested ones)."""
+        self.tests += nested.tests
+        self.failed += nested.failed
+        self.errored += nested.errored
+        self.skipped += nested.skipped
+        self.expected += nested.expected
+        self.failure_and_error += nested.failure_and_error
+        self.flaky += nested.flaky
+        self.package_failures += nested.package_failures
+
     def agrees(self) -> bool:
         """Whether every declared counter equals the reader's own figure."""
         declared = self.declared
