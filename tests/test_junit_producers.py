@@ -290,3 +290,19 @@ def test_same_id_groups_never_pass_a_change_they_could_hide(
             "the pair is refused; give the tests distinct names (or a suite, class or file that "
             "tells them apart)"
         ]
+
+
+def test_phpunit_data_sets_are_named_and_nested_suites_reconcile() -> None:
+    run = _read("phpunit.xml")
+    assert run.identity["producer"] == "phpunit"
+    # phpunit.log: "Tests: 7, Assertions: 3, Errors: 1, Failures: 1, Skipped: 1, Incomplete: 1,
+    # Risky: 1" (risky is written as an error, incomplete as a skip).
+    assert _outcomes(run) == {
+        "CalcTest::testAdd with data set #0": [True],
+        "CalcTest::testAdd with data set #1": [False],
+        'CalcTest::testAdd with data set "named"': [True],
+        "CalcTest::testSkip": [None],
+        "CalcTest::testIncomplete": [None],
+        "CalcTest::testRisky": [None],
+        "CalcTest::testError": [None],
+    }
