@@ -306,3 +306,20 @@ def test_phpunit_data_sets_are_named_and_nested_suites_reconcile() -> None:
         "CalcTest::testRisky": [None],
         "CalcTest::testError": [None],
     }
+
+
+def test_case_evidence_reads_every_cargo_document_and_robot_html_as_text() -> None:
+    from evalarc.evidence.junit import read_junit_evidence
+
+    cargo = FIXTURES / "cargo-libtest.xml"
+    evidence = read_junit_evidence(cargo, run=load_results(cargo))
+    assert set(evidence) == {"tests::it_works", "tests::it_fails", "integration::integration"}
+    robot = FIXTURES / "robot-merged.xml"
+    shown = read_junit_evidence(robot, run=load_results(robot))["Suite::Html Fail"]
+    messages = [
+        entry.text
+        for section in shown.sections
+        for entry in section.items
+        if entry.label == "message"
+    ]
+    assert messages and all("<span" not in text for text in messages)

@@ -52,6 +52,7 @@ __all__ = [
     "read_junit_bytes",
     "read_junit_stream",
     "scan_records",
+    "xml_documents",
 ]
 
 MAX_DEPTH = 64
@@ -223,6 +224,12 @@ class _Documents:
         self._started = False
         self._fill()
         return bool(self._buffer.strip()) or not self._exhausted
+
+
+def xml_documents(stream: IO[bytes], name: str) -> _Documents:
+    """The XML documents of ``stream`` one after another (see :class:`_Documents`), for other
+    readers of the same file; invalid UTF-8 is refused naming ``name``."""
+    return _Documents(_CheckedReader(stream, name))
 
 
 def _iterparse(documents: _Documents) -> Iterator[tuple[str, ElementTree.Element]]:
