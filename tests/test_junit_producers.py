@@ -323,3 +323,21 @@ def test_case_evidence_reads_every_cargo_document_and_robot_html_as_text() -> No
         if entry.label == "message"
     ]
     assert messages and all("<span" not in text for text in messages)
+
+
+def test_gotestsum_rerun_fails_repeats_are_attempts_of_one_test() -> None:
+    run = _read("gotestsum-rerun.xml")
+    assert run.identity["producer"] == "gotestsum"
+    # gotestsum-rerun.log: "=== FAIL: . TestFlaky", "TestBroken", "(re-run 1)", "(re-run 2)";
+    # "DONE 3 runs, 7 tests, 1 skipped, 4 failures".
+    attempts = {
+        case: [(a.passed, a.rerun) for a in checks[CHECK]] for case, checks in run.cases.items()
+    }
+    assert attempts == {
+        "example.com/calc::TestFlaky": [(False, False), (True, True)],
+        "example.com/calc::TestBroken": [(False, False), (False, True), (False, True)],
+        "example.com/calc::TestSkipped": [(None, False)],
+        "example.com/calc::TestStable": [(True, False)],
+    }
+    evidence = run.cases["example.com/calc::TestFlaky"][CHECK][0].evidence
+    assert evidence is not None and "first try fails" in evidence
