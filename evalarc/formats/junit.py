@@ -5,9 +5,11 @@ references) and every finished ``<testcase>`` is dropped from the tree at once, 
 the open suites and the compact records, never the whole document. Caps on elements, nesting,
 attributes, text and total work refuse a hostile file with one line naming the file and the cap.
 
-Outcomes come from the testcase's children only (suite counters such as ``failures="2"`` are
-often stale). Which fields name a test, and which repeated elements are attempts of one test,
-depend on the tool that wrote the file: :mod:`evalarc.formats.junit_producers` identifies it from
+Outcomes come from the testcase's children and its own ``status``/``result`` attributes; the
+suite counters (``failures="2"``, ...) are then compared with that reading and a disagreement
+refuses the file (:mod:`evalarc.formats.junit_counts`). A file may hold several documents (cargo
+libtest writes one per test binary). Which fields name a test, and which repeated elements are
+attempts of one test, depend on the tool that wrote the file: :mod:`evalarc.formats.junit_producers` identifies it from
 its own markers and builds the case ids. Elements of an unknown shape and a file without any
 ``<testcase>`` are refused: nothing in them can be assessed.
 """

@@ -17,15 +17,24 @@ Every producer writes ``<testcase>`` elements, but they keep different fields st
 - **go-junit-report / gotestsum** (a ``go.version`` property): id ``classname::name``
   (package; the suite name stands in for an empty classname).
 - **cargo-nextest** (``<testsuites name="nextest-run">``, a ``uuid``): id ``classname::name``.
-- **ctest** (a ``status`` attribute on testcases): id ``name``.
+- **ctest** (a ``status`` attribute on testcases, a root ``<testsuite>``): id ``name``.
+- **GoogleTest** (root ``AllTests``, ``status`` and ``result``): ``suite::name``, with a
+  ``TEST_P`` case's ``value_param``; ``DISABLED_`` and ``GTEST_SKIP`` tests are unassessed.
+- **Catch2** (``status``, ``hostname="tbd"``): ``classname::name`` (sections are tests).
+- **RSpec**, **Robot Framework**, **PHPUnit**: ``classname::name``.
+- **cargo libtest** (``package`` and ``id`` on suites; one document per test binary).
+- **Playwright Test** (``id`` on the root, ``hostname`` on suites): ``[project] file::title``.
 
 Surefire's and nextest's ``flakyFailure``/``rerunFailure`` children are attempts with their own
-outcomes, whoever wrote them. Repeated elements of one test inside one suite are attempts of it
-(for every producer but node).
+outcomes, whoever wrote them. A repeated element of one test inside one suite is an attempt
+only where the producer's own rerun marker says so (:data:`POOLING`: pytest-rerunfailures'
+bare elements, gotestsum ``--rerun-fails``); otherwise it is another test with the same name.
 
-A testcase id written under two different suite elements is two tests (the same describe name
-in two files, concatenated reports): the later ones get ``#2``, ``#3`` in document order and are
-never pooled into one case.
+A testcase id written twice (under two suite elements, or twice in one suite by a producer
+without a rerun marker) is two tests: the later ones get ``#2``, ``#3`` in document order and
+are never pooled into one case; :attr:`JUnitCases.groups` names them, so a diff where that
+order could hide a change is refused (:func:`ambiguous_group`). Every reading is reconciled
+with the file's own counters afterwards (:mod:`evalarc.formats.junit_counts`).
 """
 
 from __future__ import annotations
