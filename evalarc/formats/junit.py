@@ -9,8 +9,9 @@ Outcomes come from the testcase's children and its own ``status``/``result`` att
 suite counters (``failures="2"``, ...) are then compared with that reading and a disagreement
 refuses the file (:mod:`evalarc.formats.junit_counts`). A file may hold several documents (cargo
 libtest writes one per test binary). Which fields name a test, and which repeated elements are
-attempts of one test, depend on the tool that wrote the file: :mod:`evalarc.formats.junit_producers` identifies it from
-its own markers and builds the case ids. Elements of an unknown shape and a file without any
+attempts of one test, depend on the tool that wrote the file:
+:mod:`evalarc.formats.junit_producers` identifies it from its own markers and builds the case
+ids. Elements of an unknown shape and a file without any
 ``<testcase>`` are refused: nothing in them can be assessed.
 """
 
