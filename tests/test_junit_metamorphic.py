@@ -32,7 +32,7 @@ PAIRS: list[tuple[str, Path, Path]] = [
         FIXTURES / f"{name}.baseline.xml",
         FIXTURES / f"{name}.current.xml",
     )
-    for name in ("googletest", "rspec-same-name")
+    for name in ("googletest", "rspec-same-name", "playwright")
 ]
 
 
@@ -124,4 +124,4 @@ def test_no_transformation_turns_a_blocking_pair_into_a_pass(
 
 
 def test_the_property_covers_every_pair_and_transformation() -> None:
-    assert len(PAIRS) >= 14 and len(TRANSFORMS) == 3
+    assert len(PAIRS) >= 15 and len(TRANSFORMS) == 3

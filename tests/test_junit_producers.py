@@ -341,3 +341,24 @@ def test_gotestsum_rerun_fails_repeats_are_attempts_of_one_test() -> None:
     }
     evidence = run.cases["example.com/calc::TestFlaky"][CHECK][0].evidence
     assert evidence is not None and "first try fails" in evidence
+
+
+def test_playwright_project_is_part_of_the_id_so_a_new_project_hides_nothing() -> None:
+    run = _read("playwright.current.xml")
+    assert run.identity["producer"] == "playwright"
+    # playwright.current.log: "1 failed [api] › tests/calc.spec.js:4:1 › api only breaks",
+    # "3 flaky" (passed on retry), "3 skipped", "8 passed"; test.fail() passes as expected.
+    outcomes = _outcomes(run)
+    assert outcomes["[api] calc.spec.js::api only breaks"] == [False]
+    assert outcomes["[web] calc.spec.js::api only breaks"] == [True]
+    assert outcomes["[unit] calc.spec.js::expected to fail"] == [True]
+    assert outcomes["[api] calc.spec.js::skipped"] == [None]
+    rows, passed = _changes("playwright.baseline.xml", "playwright.current.xml")
+    assert passed is False
+    assert [row for row in rows if row[0] != "added"] == [
+        ("regressed", "[api] calc.spec.js::api only breaks")
+    ]
+    assert sorted(case for kind, case in rows if kind == "added") == [
+        f"[web] calc.spec.js::{name}"
+        for name in ("adds", "api only breaks", "expected to fail", "flaky once", "skipped")
+    ]
