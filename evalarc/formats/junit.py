@@ -403,15 +403,14 @@ def _cap(name: str, what: str) -> str:
 def _check_attributes(element: ElementTree.Element, name: str) -> None:
     if len(element.attrib) > MAX_ATTRIBUTES:
         raise InputError(_cap(name, f"an element with more than {MAX_ATTRIBUTES} attributes"))
-    tag = element.tag
-    if isinstance(tag, str) and tag[:1] == "{":
+    if "}" in element.tag:
         _check_namespaces(element, name)
     for key, value in element.attrib.items():
         if len(value) > MAX_ATTRIBUTE_CHARS:
             raise InputError(
                 _cap(name, f"an attribute value longer than {MAX_ATTRIBUTE_CHARS:,} characters")
             )
-        if key[:1] == "{":
+        if "}" in key:
             _check_namespaces(element, name)
 
 
