@@ -362,3 +362,14 @@ def test_playwright_project_is_part_of_the_id_so_a_new_project_hides_nothing() -
         f"[web] calc.spec.js::{name}"
         for name in ("adds", "api only breaks", "expected to fail", "flaky once", "skipped")
     ]
+
+
+def test_catch2_counts_assertions_and_a_passing_shouldfail_test_is_refused() -> None:
+    """Catch2's counters count assertions; each failed one is a <failure> of its test case. A
+    [!shouldfail] test that passes is a failure Catch2 counts (catch2-shouldfail.log: "test
+    cases: 2 | 2 failed") but writes nothing for, so the file is refused, never a pass."""
+    with pytest.raises(InputError) as refused:
+        _read("catch2-shouldfail.xml")
+    message = str(refused.value)
+    assert '<testsuite name="sf"> declares failures=3 but its testcases hold 2 failed' in message
+    assert "[!shouldfail]" in message

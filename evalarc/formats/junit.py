@@ -665,4 +665,5 @@ class _RecordBuilder:
         final = next((o for o in outcomes if o.kind not in _RERUN_TAGS), outcomes[-1])
         flaky = sum(1 for o in outcomes if o.kind in ("flakyFailure", "flakyError"))
         package = final.kind == "failure" and not classname and testcase.get("name") == "TestMain"
-        count.add(final.kind, "failure" in tags and "error" in tags, flaky, package)
+        failures = sum(1 for child in testcase if _local_name(child.tag) == "failure")
+        count.add(final.kind, "failure" in tags and "error" in tags, flaky, package, failures)

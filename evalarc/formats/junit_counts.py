@@ -50,11 +50,18 @@ class SuiteCount:
     """Surefire's ``flakyFailure``/``flakyError`` children (failed runs before a pass)."""
     package_failures: int = 0
     """gotestsum's synthetic failing ``TestMain`` of a package that failed outside its tests."""
+    failure_elements: int = 0
+    """``<failure>`` children of the elements read as failing (Catch2 writes one per failed
+    assertion and counts those)."""
 
-    def add(self, kind: str, both: bool, flaky: int, package_failure: bool) -> None:
+    def add(
+        self, kind: str, both: bool, flaky: int, package_failure: bool, failures: int = 1
+    ) -> None:
         self.tests += 1
         self.flaky += flaky
         self.package_failures += package_failure
+        if kind in ("failure", "rerunFailure"):
+            self.failure_elements += failures
         if kind in ("failure", "rerunFailure"):
             self.failed += 1
         elif kind in ("error", "rerunError"):
@@ -76,6 +83,7 @@ class SuiteCount:
         self.failure_and_error += nested.failure_and_error
         self.flaky += nested.flaky
         self.package_failures += nested.package_failures
+        self.failure_elements += nested.failure_elements
 
     def agrees(self) -> bool:
         """Whether every declared counter equals the reader's own figure."""
@@ -184,6 +192,15 @@ def _explained(
             return declared == counted + suite.flaky
         if key in ("failures", "errors"):
             return bad_declared == bad_counted + suite.flaky
+    if producer == "catch2":
+        # Catch2 counts assertions: ``tests`` is every assertion (the passing ones are not
+        # written) and ``failures`` every failed one, each written as a <failure> of its test
+        # case (an expected [!mayfail] failure is not counted). A [!shouldfail] test that
+        # passed is a failure Catch2 counts but writes no <failure> for: refused.
+        if key == "tests":
+            return True
+        if key == "failures":
+            return declared == suite.failure_elements
     if producer == "cargo-libtest":
         # libtest counts an ignored test as a skipped test but writes no element for it.
         unwritten = suite.declared.get("skipped", 0) - suite.skipped
@@ -203,6 +220,14 @@ def _explained(
     return False
 
 
+_HINTS = {
+    "catch2": (
+        " (Catch2 counts a [!shouldfail] test that passed as a failure but writes no <failure> "
+        "for it, so which test failed cannot be told from this file)"
+    ),
+}
+
+
 def reconcile(producer: str, disagreements: Disagreements, name: str, reruns: int = 0) -> None:
     """Refuse the file unless every disagreement is one ``producer``'s counting explains.
     ``reruns``: the rerun elements the reader found (pytest-rerunfailures)."""
@@ -212,10 +237,13 @@ def reconcile(producer: str, disagreements: Disagreements, name: str, reruns: in
         for key, declared, counted, what in _figures(suite):
             if _explained(producer, suite, key, declared, counted, reruns):
                 continue
+            if producer == "catch2" and key == "failures":
+                counted, what = suite.failure_elements, "failed assertions"
             raise InputError(
                 f"{name}: {suite.label} declares {key}={declared} but its testcases hold "
                 f"{counted} {what} as EvalArc reads them (producer: {producer}); the file "
                 "disagrees with itself or with this reading, so it is refused"
+                + _HINTS.get(producer, "")
             )
 
 
