@@ -373,3 +373,28 @@ def test_catch2_counts_assertions_and_a_passing_shouldfail_test_is_refused() -> 
     message = str(refused.value)
     assert '<testsuite name="sf"> declares failures=3 but its testcases hold 2 failed' in message
     assert "[!shouldfail]" in message
+
+
+def test_many_disagreeing_suites_are_bounded_and_refused_unless_node() -> None:
+    """Only disagreeing suites are kept, at most MAX_DISAGREEMENTS; past that a file is refused
+    unless it is node's (whose describes are counted as tests; its root comments decide)."""
+    from evalarc.formats.junit import read_junit_bytes
+    from evalarc.formats.junit_counts import MAX_DISAGREEMENTS
+    from evalarc.formats.model import Source
+
+    count = MAX_DISAGREEMENTS + 10
+    suite = '<testsuite name="d{n}" tests="2" failures="0"{extra}><testcase name="t" {cls}/>'
+    node = "".join(
+        suite.format(n=n, extra=' disabled="0"', cls='classname="test"') + "</testsuite>"
+        for n in range(count)
+    )
+    comments = f"<!-- tests {count} --><!-- pass {count} --><!-- fail 0 -->"
+    run = read_junit_bytes(
+        f"<testsuites>{node}{comments}</testsuites>".encode(), Source("n.xml", "0"), 1.0
+    )
+    assert run.identity["producer"] == "node" and len(run.cases) == count
+    plain = "".join(
+        suite.format(n=n, extra="", cls='classname="c"') + "</testsuite>" for n in range(count)
+    )
+    with pytest.raises(InputError, match=r'p\.xml: <testsuite name="d0"> declares tests=2'):
+        read_junit_bytes(f"<testsuites>{plain}</testsuites>".encode(), Source("p.xml", "0"), 1.0)

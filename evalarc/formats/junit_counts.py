@@ -128,14 +128,16 @@ class Disagreements:
     totals: SuiteCount | None = None
     """The reader's figures over the whole file (for node's comments)."""
 
+    overflow: bool = False
+    """More suites disagreed than are kept (only node's, whose suite counters are not used,
+    may)."""
+
     def note(self, suite: SuiteCount, name: str) -> None:
         if suite.agrees():
             return
         if len(self.suites) >= MAX_DISAGREEMENTS:
-            raise InputError(
-                f"{name}: more than {MAX_DISAGREEMENTS:,} suites disagree with their own "
-                "counters; the file is refused"
-            )
+            self.overflow = True
+            return
         self.suites.append(suite)
 
 
@@ -245,6 +247,11 @@ def reconcile(producer: str, disagreements: Disagreements, name: str, reruns: in
                 "disagrees with itself or with this reading, so it is refused"
                 + _HINTS.get(producer, "")
             )
+    if disagreements.overflow and producer != "node":
+        raise InputError(
+            f"{name}: more than {MAX_DISAGREEMENTS:,} suites disagree with their own counters "
+            f"(producer: {producer}); the file is refused"
+        )
 
 
 def _reconcile_node(disagreements: Disagreements, name: str) -> None:
