@@ -121,9 +121,14 @@ def test_rspec_one_liners_with_one_description_are_two_tests_and_block() -> None
 
 def test_robot_tests_sharing_a_name_are_distinct_never_attempts() -> None:
     for name in ("robot.xml", "robot-merged.xml"):
-        run = _read(name)
-        assert run.identity["producer"] == "robot", name
-        assert all(len(checks[CHECK]) == 1 for checks in run.cases.values()), name
+        assert _read(name).identity["producer"] == "robot", name
+    run = _read("robot.xml")
+    assert all(len(checks[CHECK]) == 1 for checks in run.cases.values())
+    # rebot --merge folds the earlier run into the message ("Old status: FAIL"): Robot's own
+    # rerun marker, so it is an attempt before the final one.
+    merged = _read("robot-merged.xml").cases["Suite::Html Fail"][CHECK]
+    assert [(a.passed, a.rerun) for a in merged] == [(False, False), (False, True)]
+    assert merged[0].evidence == "an earlier run (rebot --merge): FAIL"
     # robot.log: "Same Name | PASS", "Same Name | FAIL 1 != 2".
     assert _outcomes(_read("robot.xml"))["Suite::Same Name"] == [True]
     assert _outcomes(_read("robot.xml"))["Suite::Same Name #2"] == [False]
@@ -225,7 +230,7 @@ def test_an_unknown_producer_must_agree_exactly(tmp_path: Path) -> None:
 
 
 def test_robot_html_messages_are_text_and_gotestsum_failed_is_not_a_cause() -> None:
-    merged = _read("robot-merged.xml").cases["Suite::Html Fail"][CHECK][0]
+    merged = _read("robot-merged.xml").cases["Suite::Html Fail"][CHECK][-1]
     assert merged.evidence is not None and "<" not in merged.evidence
     assert "New message: bold failure" in merged.evidence
     gotestsum = load_results(

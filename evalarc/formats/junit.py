@@ -84,6 +84,8 @@ OUTCOME_TAGS = frozenset(
 )
 TESTCASE_CHILDREN = OUTCOME_TAGS | SUITE_EXTRAS
 _RERUN_TAGS = frozenset({"rerunFailure", "rerunError", "flakyFailure", "flakyError"})
+_EARLIER_KINDS = _RERUN_TAGS | {"merged"}
+"""Attempts that are not the one a producer counts (reruns, runs merged by rebot)."""
 _CHILDREN_OF: dict[str, frozenset[str]] = {
     "outcome": frozenset({"stackTrace", "system-out", "system-err"}),
     "properties": frozenset({"property"}),
@@ -472,6 +474,31 @@ def _unknown(name: str, tag: str, parent: str) -> str:
     )
 
 
+_MERGED = '<span class="merge">Test has been re-executed and results merged.'
+_OLD_STATUS = re.compile(r'<span class="old-status">Old status:</span> <span class="(\w+)">')
+_STATUS_PASSED = {"pass": True, "fail": False}
+
+
+def _merged_runs(children: dict[str, list[ElementTree.Element]]) -> list[Outcome]:
+    """The earlier runs ``rebot --merge`` folded into a test's message (Robot Framework's own
+    rerun marker), oldest first: each is an attempt before the final one. A merged test that
+    passes has no message in xunit, so its earlier runs are not known."""
+    for tag in ("failure", "error", "skipped"):
+        for child in children.get(tag, ()):
+            message = child.get("message") or ""
+            if message.startswith("*HTML*") and _MERGED in message[:200]:
+                statuses = _OLD_STATUS.findall(message)[:MAX_TESTCASE_CHILDREN]
+                return [
+                    Outcome(
+                        _STATUS_PASSED.get(status),
+                        f"an earlier run (rebot --merge): {status.upper()}",
+                        "merged",
+                    )
+                    for status in reversed(statuses)
+                ]
+    return []
+
+
 _CONSTANT_MESSAGES = frozenset({"Failed"})
 """Messages that name no cause (gotestsum writes ``message="Failed"`` on every failure): the
 element's text is the evidence instead."""
@@ -587,7 +614,7 @@ def testcase_outcomes(testcase: ElementTree.Element, name: str = "") -> tuple[Ou
             break
     if stated == "fail" and final.passed is not False:
         final = Outcome(False, final.evidence or "status: fail", "failure")
-    before: list[Outcome] = []
+    before: list[Outcome] = _merged_runs(children)
     after: list[Outcome] = []
     for child in testcase:
         tag = _local_name(child.tag)
@@ -662,7 +689,7 @@ class _RecordBuilder:
         self._records.add(context, name, value)
         if outcomes is _PASSED:
             return
-        final = next((o for o in outcomes if o.kind not in _RERUN_TAGS), outcomes[-1])
+        final = next((o for o in outcomes if o.kind not in _EARLIER_KINDS), outcomes[-1])
         flaky = sum(1 for o in outcomes if o.kind in ("flakyFailure", "flakyError"))
         package = final.kind == "failure" and not classname and testcase.get("name") == "TestMain"
         failures = sum(1 for child in testcase if _local_name(child.tag) == "failure")
