@@ -426,15 +426,8 @@ def test_junit_mocha(corpus: Path) -> None:
 
 def test_junit_realworld(corpus: Path) -> None:
     folder = "junit/realworld/"
-    report = diff(corpus, folder + "junitparser-normal.xml", folder + "junitparser-no_fails.xml")
-    assert rows(report) == [
-        (
-            "improved",
-            "JUnitXmlReporter.constructor::should default path to an empty string",
-            "passed",
-        )
-    ]
-    assert report["gate_passed"] is True
+    # junitparser-no_fails.xml declares a failure it does not hold: refused (issue 23), see
+    # tests/test_format_junit.py.
     aged = diff(corpus, folder + "jenkins-ageReset-1.xml", folder + "jenkins-ageReset-2.xml")
     assert rows(aged) == [
         ("removed", "aClass::methodName", "passed"),

@@ -5,6 +5,7 @@ two false passes of rerun attempts and node's describe names now fail the gate."
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from evalarc.errors import InputError
 from evalarc.formats.junit import read_junit_bytes
 from evalarc.formats.junit_producers import Context, base_id
 from evalarc.formats.load import load_results
@@ -252,6 +254,11 @@ def _realworld_expected() -> dict[str, Any]:
 def test_realworld_files_producer_ids_and_attempts(name: str) -> None:
     # expected.json was read off each file's elements by hand (see SOURCE.md), not from EvalArc.
     expected = _realworld_expected()[name]
+    if "refused" in expected:
+        # Issue 23: a file whose counters disagree with its testcases is refused (exit 2).
+        with pytest.raises(InputError, match=re.escape(expected["refused"])):
+            load_results(REALWORLD / name)
+        return
     run = load_results(REALWORLD / name)
     assert run.identity["producer"] == expected["producer"]
     read = {

@@ -19,7 +19,7 @@ import defusedxml.ElementTree as SafeElementTree
 
 from evalarc.errors import EvalArcError
 from evalarc.evidence.model import CaseEvidence, Section, SideEvidence, item
-from evalarc.formats.junit import SUITE_TAGS, scan_records
+from evalarc.formats.junit import SUITE_TAGS, message_text, scan_records, xml_documents
 from evalarc.formats.junit_producers import read_cases, record_case_ids
 from evalarc.formats.model import Attempt, Run
 
@@ -49,7 +49,9 @@ def _testcase_sections(testcase: ElementTree.Element, attempt: int) -> list[Sect
                 outcome = tag
             section = Section(f"Attempt {attempt} · {tag}", tone=_TONES.get(tag, "warn"))
             section.add("type", child.get("type"))
-            section.add("message", child.get("message"), pre=True)
+            message = child.get("message")
+            # Robot Framework's *HTML* messages are shown as the text they mean, not markup.
+            section.add("message", message_text(message) if message else message, pre=True)
             section.add("stack trace", (child.text or "").strip(), pre=True)
             for grandchild in child:
                 name = _local(grandchild.tag)
@@ -72,32 +74,37 @@ def _testcase_sections(testcase: ElementTree.Element, attempt: int) -> list[Sect
 
 
 def _testcases(path: Path) -> Iterator[ElementTree.Element]:
-    """Each testcase directly inside a suite, in document order (the element is cleared once
-    the caller moves on, as the reader drops finished elements)."""
+    """Each testcase directly inside a suite, in document order, in every XML document of the
+    file (cargo libtest writes one per test binary); the element is cleared once the caller
+    moves on, as the reader drops finished elements."""
     stack: list[tuple[ElementTree.Element, bool]] = []
     with path.open("rb") as handle:
-        events = SafeElementTree.iterparse(
-            handle,
-            events=("start", "end"),
-            forbid_dtd=True,
-            forbid_entities=True,
-            forbid_external=True,
-        )
-        for event, element in events:
-            tag = _local(element.tag)
-            if event == "start":
-                parent_is_suite = bool(stack) and stack[-1][1]
-                stack.append((element, tag in SUITE_TAGS and (not stack or parent_is_suite)))
-                continue
-            stack.pop()
-            if tag == "testcase" and stack and stack[-1][1]:
-                yield element
-                element.clear()
-                # A finished testcase leaves its suite too (every later one arrives through its
-                # own event), or a suite of half a million keeps every emptied element.
-                del stack[-1][0][:]
-            elif tag in SUITE_TAGS:
-                element.clear()
+        documents = xml_documents(handle, path.name)
+        while True:
+            events = SafeElementTree.iterparse(
+                documents,
+                events=("start", "end"),
+                forbid_dtd=True,
+                forbid_entities=True,
+                forbid_external=True,
+            )
+            for event, element in events:
+                tag = _local(element.tag)
+                if event == "start":
+                    parent_is_suite = bool(stack) and stack[-1][1]
+                    stack.append((element, tag in SUITE_TAGS and (not stack or parent_is_suite)))
+                    continue
+                stack.pop()
+                if tag == "testcase" and stack and stack[-1][1]:
+                    yield element
+                    element.clear()
+                    # A finished testcase leaves its suite too (every later one arrives through
+                    # its own event), or a suite of half a million keeps every emptied element.
+                    del stack[-1][0][:]
+                elif tag in SUITE_TAGS:
+                    element.clear()
+            if not documents.next_document():
+                return
 
 
 def read_junit_evidence(

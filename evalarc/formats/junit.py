@@ -5,10 +5,13 @@ references) and every finished ``<testcase>`` is dropped from the tree at once, 
 the open suites and the compact records, never the whole document. Caps on elements, nesting,
 attributes, text and total work refuse a hostile file with one line naming the file and the cap.
 
-Outcomes come from the testcase's children only (suite counters such as ``failures="2"`` are
-often stale). Which fields name a test, and which repeated elements are attempts of one test,
-depend on the tool that wrote the file: :mod:`evalarc.formats.junit_producers` identifies it from
-its own markers and builds the case ids. Elements of an unknown shape and a file without any
+Outcomes come from the testcase's children and its own ``status``/``result`` attributes; the
+suite counters (``failures="2"``, ...) are then compared with that reading and a disagreement
+refuses the file (:mod:`evalarc.formats.junit_counts`). A file may hold several documents (cargo
+libtest writes one per test binary). Which fields name a test, and which repeated elements are
+attempts of one test, depend on the tool that wrote the file:
+:mod:`evalarc.formats.junit_producers` identifies it from its own markers and builds the case
+ids. Elements of an unknown shape and a file without any
 ``<testcase>`` are refused: nothing in them can be assessed.
 """
 
@@ -29,6 +32,7 @@ import defusedxml
 import defusedxml.ElementTree as SafeElementTree
 
 from evalarc.errors import InputError
+from evalarc.formats.junit_counts import SuiteCount, declared_counters, reconcile
 from evalarc.formats.junit_producers import (
     CHECK_NAME,
     CaseValue,
@@ -46,10 +50,12 @@ __all__ = [
     "CHECK_NAME",
     "MAX_DEPTH",
     "SUITE_TAGS",
+    "message_text",
     "read_junit",
     "read_junit_bytes",
     "read_junit_stream",
     "scan_records",
+    "xml_documents",
 ]
 
 MAX_DEPTH = 64
@@ -78,6 +84,8 @@ OUTCOME_TAGS = frozenset(
 )
 TESTCASE_CHILDREN = OUTCOME_TAGS | SUITE_EXTRAS
 _RERUN_TAGS = frozenset({"rerunFailure", "rerunError", "flakyFailure", "flakyError"})
+_EARLIER_KINDS = _RERUN_TAGS | {"merged"}
+"""Attempts that are not the one a producer counts (reruns, runs merged by rebot)."""
 _CHILDREN_OF: dict[str, frozenset[str]] = {
     "outcome": frozenset({"stackTrace", "system-out", "system-err"}),
     "properties": frozenset({"property"}),
@@ -126,6 +134,7 @@ def read_junit_stream(stream: IO[bytes], name: str, source: Source, threshold: f
             raise InputError(f"{name} has no <testcase>: nothing in it could be assessed")
         producer, cases = read_cases(facts, records)
         del records
+        reconcile(producer, facts.disagreements, name, facts.reruns)
     finally:
         if collecting:
             gc.enable()
@@ -172,6 +181,74 @@ class _CheckedReader:
         return chunk
 
 
+_NEXT_DOCUMENT = b"\n<?xml"
+"""Where cargo's libtest (``--format junit``) starts the document of its next test binary: each
+document is one line, so a file holds one per binary, each opening with its declaration."""
+
+
+class _Documents:
+    """The XML documents one file holds, one after another: :meth:`read` ends each at the next
+    line that opens with an XML declaration (an XML declaration anywhere else is malformed, so
+    a single document is never split), :meth:`next_document` moves on."""
+
+    def __init__(self, source: _CheckedReader) -> None:
+        self._source = source
+        self._buffer = b""
+        self._exhausted = False
+        self._ended = False
+        self._started = False
+
+    def _fill(self) -> None:
+        while not self._exhausted and len(self._buffer) < 2 * len(_NEXT_DOCUMENT):
+            chunk = self._source.read()
+            if not chunk:
+                self._exhausted = True
+            self._buffer += chunk
+
+    def read(self, size: int = -1) -> bytes:
+        if self._ended:
+            return b""
+        self._fill()
+        buffer = self._buffer
+        # The declaration may open the document itself (offset 0 after a newline is not one).
+        at = buffer.find(_NEXT_DOCUMENT, 0 if self._started else 1)
+        self._started = True
+        if at >= 0:
+            self._buffer = buffer[at + 1 :]
+            self._ended = True
+            return buffer[: at + 1]
+        keep = 0 if self._exhausted else len(_NEXT_DOCUMENT) - 1
+        self._buffer = buffer[len(buffer) - keep :] if keep else b""
+        return buffer[: len(buffer) - keep]
+
+    def next_document(self) -> bool:
+        """Move to the next document; False when only white space is left."""
+        if not self._ended:
+            return False
+        self._ended = False
+        self._started = False
+        self._fill()
+        return bool(self._buffer.strip()) or not self._exhausted
+
+
+def xml_documents(stream: IO[bytes], name: str) -> _Documents:
+    """The XML documents of ``stream`` one after another (see :class:`_Documents`), for other
+    readers of the same file; invalid UTF-8 is refused naming ``name``."""
+    return _Documents(_CheckedReader(stream, name))
+
+
+def _iterparse(documents: _Documents) -> Iterator[tuple[str, ElementTree.Element]]:
+    """The parser events of the current document, under defusedxml's limits."""
+    events: Iterator[tuple[str, ElementTree.Element]] = SafeElementTree.iterparse(
+        documents,
+        events=("start", "end", "comment", "pi"),
+        forbid_dtd=True,
+        forbid_entities=True,
+        forbid_external=True,
+    )
+    return events
+
+
 def _claims_utf8(head: bytes) -> bool:
     if head.startswith(_UTF16_32_BOMS):
         return False
@@ -207,81 +284,112 @@ def scan_records(stream: IO[bytes], name: str) -> tuple[Facts, Records]:
     suite_path: list[tuple[str, ...]] = []
     """Per open suite: the names of the enclosing named testsuites (one shared tuple each)."""
     suite_index: list[int] = []
+    counts: list[SuiteCount] = []
+    """Per open suite: its declared counters and what the reader counted inside it so far."""
+    hosts: list[str] = []
+    """Per open suite: its ``hostname`` (Playwright's project)."""
     suites_seen = 0
     elements = 0
     work = 0
     try:
-        events: Iterator[tuple[str, ElementTree.Element]] = SafeElementTree.iterparse(
-            _CheckedReader(stream, name),
-            events=("start", "end", "comment"),
-            forbid_dtd=True,
-            forbid_entities=True,
-            forbid_external=True,
-        )
-        for event, element in events:
-            work += 1
-            if event == "comment":
-                text = element.text or ""
-                if len(text) > MAX_TEXT_CHARS:
-                    raise InputError(_cap(name, f"a comment longer than {MAX_TEXT_CHARS:,}"))
-                if len(frames) == 1 and _NODE_COMMENT.match(text):
-                    facts.node_comments += 1
-            elif event == "start":
-                elements += 1
-                work += len(element.attrib)
-                if elements > MAX_ELEMENTS:
-                    raise InputError(_cap(name, f"more than {MAX_ELEMENTS:,} elements"))
-                if len(frames) >= MAX_DEPTH:
-                    raise InputError(f"{name} nests elements deeper than {MAX_DEPTH} levels")
-                _check_attributes(element, name)
-                tag = _local_name(element.tag)
-                kind = _classify(frames, tag, name)
-                if kind == "suite":
-                    suites_seen += 1
-                    suite_index.append(suites_seen if tag == "testsuite" else 0)
-                    label = element.get("name") or "" if tag == "testsuite" else ""
-                    outer = suite_path[-1] if suite_path else ()
-                    suite_path.append((*outer, label) if label else outer)
-                    if tag == "testsuite" and label:
-                        facts.suite_names.add(label)
-                    facts.note_suite(element, root=not frames)
-                elif kind == "testcase" and len(records) >= MAX_TESTCASES:
-                    raise InputError(_cap(name, f"more than {MAX_TESTCASES:,} testcases"))
-                if frames and frames[-1].kind == "testcase":
-                    parent = frames[-1].element
-                    if len(parent) > MAX_TESTCASE_CHILDREN:
-                        raise InputError(
-                            _cap(
-                                name,
-                                f"a testcase with more than {MAX_TESTCASE_CHILDREN:,} children",
-                            )
+        documents = _Documents(_CheckedReader(stream, name))
+        while True:
+            for event, element in _iterparse(documents):
+                work += 1
+                if event == "pi":
+                    target = (element.text or "").split(None, 1)[:1]
+                    if target and target[0].lower() == "xml-stylesheet":
+                        raise InputError(_ACTIVE.format(name=name, what="an <?xml-stylesheet?>"))
+                elif event == "comment":
+                    text = element.text or ""
+                    if len(text) > MAX_TEXT_CHARS:
+                        raise InputError(_cap(name, f"a comment longer than {MAX_TEXT_CHARS:,}"))
+                    found = _NODE_COMMENT.match(text) if len(frames) == 1 else None
+                    if found is not None:
+                        facts.node_comments += 1
+                        number = text.split()[1] if len(text.split()) == 2 else ""
+                        if number.isdigit() and len(number) < 13:
+                            facts.disagreements.comments[found.group(1)] = int(number)
+                elif event == "start":
+                    elements += 1
+                    work += len(element.attrib)
+                    if elements > MAX_ELEMENTS:
+                        raise InputError(_cap(name, f"more than {MAX_ELEMENTS:,} elements"))
+                    if len(frames) >= MAX_DEPTH:
+                        raise InputError(f"{name} nests elements deeper than {MAX_DEPTH} levels")
+                    _check_attributes(element, name)
+                    _check_namespaces(element, name)
+                    tag = _local_name(element.tag)
+                    kind = _classify(frames, tag, name)
+                    if kind == "suite":
+                        suites_seen += 1
+                        suite_index.append(suites_seen if tag == "testsuite" else 0)
+                        label = element.get("name") or "" if tag == "testsuite" else ""
+                        outer = suite_path[-1] if suite_path else ()
+                        suite_path.append((*outer, label) if label else outer)
+                        hosts.append(sys.intern((element.get("hostname") or "")[:200]))
+                        if tag == "testsuite" and label:
+                            facts.suite_names.add(label)
+                        facts.note_suite(element, root=not frames)
+                        where = (
+                            f'<testsuite name="{label[:80]}">' if tag == "testsuite" else f"<{tag}>"
                         )
-                elif frames and frames[-1].tag == "properties" and tag == "property":
-                    facts.note_property(element)
-                frames.append(_Frame(element, kind, tag))
-            else:
-                frame = frames.pop()
-                body = element.text
-                if body is not None and len(body) > MAX_TEXT_CHARS:
-                    raise InputError(_cap(name, f"an element text longer than {MAX_TEXT_CHARS:,}"))
-                if frame.kind == "testcase":
-                    builder.add(element, suite_path[-1], suite_index[-1])
-                elif frame.kind == "suite":
-                    suite_path.pop()
-                    suite_index.pop()
-                if frame.kind != "outcome" and frames:
-                    # Drop what is finished, so memory stays flat however many elements the file
-                    # holds. Every later sibling already built is reached through its own event,
-                    # so a suite's (or container's) child list is emptied whole; a testcase keeps
-                    # its outcome children until it is read.
-                    element.clear()
-                    holder = frames[-1]
-                    if holder.kind != "testcase":
-                        del holder.element[:]
-                elif frame.kind == "outcome":
-                    del element[:]
-            if work > MAX_WORK:
-                raise InputError(_cap(name, f"more than {MAX_WORK:,} parser events"))
+                        counts.append(
+                            SuiteCount(where, not frames, declared_counters(element, name, where))
+                        )
+                    elif kind == "testcase" and len(records) >= MAX_TESTCASES:
+                        raise InputError(_cap(name, f"more than {MAX_TESTCASES:,} testcases"))
+                    if frames and frames[-1].kind == "testcase":
+                        parent = frames[-1].element
+                        if len(parent) > MAX_TESTCASE_CHILDREN:
+                            raise InputError(
+                                _cap(
+                                    name,
+                                    f"a testcase with more than {MAX_TESTCASE_CHILDREN:,} children",
+                                )
+                            )
+                    elif frames and frames[-1].tag == "properties" and tag == "property":
+                        facts.note_property(element)
+                    frames.append(_Frame(element, kind, tag))
+                else:
+                    frame = frames.pop()
+                    body = element.text
+                    if body is not None and len(body) > MAX_TEXT_CHARS:
+                        raise InputError(
+                            _cap(name, f"an element text longer than {MAX_TEXT_CHARS:,}")
+                        )
+                    if frame.kind == "testcase":
+                        builder.add(
+                            element, suite_path[-1], suite_index[-1], name, hosts[-1], counts[-1]
+                        )
+                    elif frame.kind == "suite":
+                        suite_path.pop()
+                        suite_index.pop()
+                        hosts.pop()
+                        finished = counts.pop()
+                        if counts:
+                            # A suite's counters cover its nested suites: the enclosing one
+                            # takes this one's figures once it is done (not every testcase at
+                            # every level).
+                            counts[-1].merge(finished)
+                        else:
+                            facts.disagreements.totals = finished
+                        facts.disagreements.note(finished, name)
+                    if frame.kind != "outcome" and frames:
+                        # Drop what is finished, so memory stays flat however many elements the
+                        # file holds. Every later sibling already built is reached through its own
+                        # event, so a suite's (or container's) child list is emptied whole; a
+                        # testcase keeps its outcome children until it is read.
+                        element.clear()
+                        holder = frames[-1]
+                        if holder.kind != "testcase":
+                            del holder.element[:]
+                    elif frame.kind == "outcome":
+                        del element[:]
+                if work > MAX_WORK:
+                    raise InputError(_cap(name, f"more than {MAX_WORK:,} parser events"))
+            if not documents.next_document():
+                break
     except defusedxml.DefusedXmlException:
         raise InputError(f"{name}: {_DTD_MESSAGE}") from None
     except (ElementTree.ParseError, LookupError, ValueError) as error:
@@ -297,10 +405,37 @@ def _cap(name: str, what: str) -> str:
 def _check_attributes(element: ElementTree.Element, name: str) -> None:
     if len(element.attrib) > MAX_ATTRIBUTES:
         raise InputError(_cap(name, f"an element with more than {MAX_ATTRIBUTES} attributes"))
-    for value in element.attrib.values():
+    if "}" in element.tag:
+        _check_namespaces(element, name)
+    for key, value in element.attrib.items():
         if len(value) > MAX_ATTRIBUTE_CHARS:
             raise InputError(
                 _cap(name, f"an attribute value longer than {MAX_ATTRIBUTE_CHARS:,} characters")
+            )
+        if "}" in key:
+            _check_namespaces(element, name)
+
+
+_XSI = "{http://www.w3.org/2001/XMLSchema-instance}"
+"""The one namespace a JUnit file uses (Surefire's ``xsi:noNamespaceSchemaLocation``)."""
+_ACTIVE = (
+    "{name} holds {what}; a JUnit file with it could be served as an active document on the "
+    "report's site, so it is refused"
+)
+
+
+def _check_namespaces(element: ElementTree.Element, name: str) -> None:
+    """Refuse elements in any namespace and attributes in any but XML Schema's: JUnit has
+    none, and XHTML or SVG markup in a preserved input runs scripts where a host serves it."""
+    tag = element.tag
+    if isinstance(tag, str) and tag[:1] == "{":
+        namespace = tag[1 : tag.find("}")][:100]
+        raise InputError(_ACTIVE.format(name=name, what=f"an element in the namespace {namespace}"))
+    for key in element.attrib:
+        if key.startswith("{") and not key.startswith(_XSI):
+            namespace = key[1 : key.find("}")][:100]
+            raise InputError(
+                _ACTIVE.format(name=name, what=f"an attribute in the namespace {namespace}")
             )
 
 
@@ -339,51 +474,158 @@ def _unknown(name: str, tag: str, parent: str) -> str:
     )
 
 
+_MERGED = '<span class="merge">Test has been re-executed and results merged.'
+_OLD_STATUS = re.compile(r'<span class="old-status">Old status:</span> <span class="(\w+)">')
+_STATUS_PASSED = {"pass": True, "fail": False}
+
+
+def _merged_runs(children: dict[str, list[ElementTree.Element]]) -> list[Outcome]:
+    """The earlier runs ``rebot --merge`` folded into a test's message (Robot Framework's own
+    rerun marker), oldest first: each is an attempt before the final one. A merged test that
+    passes has no message in xunit, so its earlier runs are not known."""
+    for tag in ("failure", "error", "skipped"):
+        for child in children.get(tag, ()):
+            message = child.get("message") or ""
+            if message.startswith("*HTML*") and _MERGED in message[:200]:
+                statuses = _OLD_STATUS.findall(message)[:MAX_TESTCASE_CHILDREN]
+                return [
+                    Outcome(
+                        _STATUS_PASSED.get(status),
+                        f"an earlier run (rebot --merge): {status.upper()}",
+                        "merged",
+                    )
+                    for status in reversed(statuses)
+                ]
+    return []
+
+
+_CONSTANT_MESSAGES = frozenset({"Failed"})
+"""Messages that name no cause (gotestsum writes ``message="Failed"`` on every failure): the
+element's text is the evidence instead."""
+_HTML_TAG = re.compile(r"<[^<>]{0,2000}>")
+
+
+def message_text(message: str) -> str:
+    """A Robot Framework ``*HTML*`` message as the text it shows (tags dropped, the common
+    entities decoded), never markup; any other message as it is."""
+    if not message.startswith("*HTML*"):
+        return message
+    text = _HTML_TAG.sub(" ", message[len("*HTML*") :])
+    for entity, char in (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&amp;", "&")):
+        text = text.replace(entity, char)
+    return " ".join(text.split())
+
+
 def _evidence(tag: str, element: ElementTree.Element) -> str:
-    message = element.get("message") or ""
-    if not message.strip():
-        message = (element.text or "").strip()
+    message = message_text(element.get("message") or "")
+    if not message.strip() or message.strip() in _CONSTANT_MESSAGES:
+        message = (element.text or "").strip() or message.strip()
     return f"{tag}: {message[:600]}" if message else tag
 
 
-def testcase_outcomes(testcase: ElementTree.Element) -> tuple[Outcome, ...]:
+_NOT_RUN = frozenset({"notrun", "disabled", "suppressed"})
+_STATUS_VALUES = frozenset({"run", "fail", "notrun", "disabled"})
+"""ctest's ``status`` (run, fail, notrun, disabled); GoogleTest's and Catch2's are a subset."""
+_RESULT_VALUES = frozenset({"completed", "skipped", "suppressed"})
+"""GoogleTest's ``result``: ``suppressed`` is a ``DISABLED_`` test, ``skipped`` a GTEST_SKIP."""
+_MAYFAIL = "TEST_CASE tagged with !mayfail"
+"""Catch2's skipped message on a ``[!mayfail]``/``[!shouldfail]`` test: its failure is expected
+and Catch2 does not count it."""
+
+
+def _stated(testcase: ElementTree.Element, name: str) -> str | None:
+    """What a testcase's own ``status``/``result`` attributes state: ``notrun`` (the producer
+    did not run it: ctest notrun/disabled, GoogleTest notrun/suppressed), ``fail`` (ctest), or
+    None (run: the children tell). An unknown value is refused, never guessed."""
+    status = testcase.get("status")
+    result = testcase.get("result")
+    if status is None and result is None:
+        return None
+    if status is not None and status not in _STATUS_VALUES:
+        raise InputError(
+            f"{name}: a testcase states status={status[:40]!r}, a value EvalArc does not know "
+            "(known: run, fail, notrun, disabled); it is refused, never guessed"
+        )
+    if result is not None and result not in _RESULT_VALUES:
+        raise InputError(
+            f"{name}: a testcase states result={result[:40]!r}, a value EvalArc does not know "
+            "(known: completed, skipped, suppressed); it is refused, never guessed"
+        )
+    if status in _NOT_RUN or result == "suppressed":
+        return "notrun"
+    if status == "fail":
+        return "fail"
+    return None
+
+
+def testcase_outcomes(testcase: ElementTree.Element, name: str = "") -> tuple[Outcome, ...]:
     """The attempts one testcase element records, in the order they ran.
 
     A node ``todo`` test is one unassessed attempt even when it also failed (todo never fails a
-    run). Otherwise the first present of failure (fail), error and skipped (unassessed), or a
-    pass, is the final attempt; Surefire's and nextest's ``flakyFailure``/``flakyError`` are
-    failed/errored attempts before it (the test passed on a rerun) and ``rerunFailure``/
-    ``rerunError`` failed/errored attempts after the first failure.
+    run). A test whose own ``status``/``result`` says it did not run (GoogleTest ``DISABLED_``,
+    ctest ``notrun``) is unassessed, never a pass; one that says ``fail`` fails. A Catch2
+    ``[!mayfail]`` test's failure is expected (unassessed). Otherwise the first present of
+    failure (fail), error and skipped (unassessed), or a pass, is the final attempt; Surefire's
+    and nextest's ``flakyFailure``/``flakyError`` are failed/errored attempts before it (the
+    test passed on a rerun) and ``rerunFailure``/``rerunError`` failed/errored attempts after
+    the first failure.
     """
-    if not len(testcase):
+    attributes = testcase.attrib
+    if not len(testcase) and "status" not in attributes and "result" not in attributes:
         return _PASSED
+    stated = _stated(testcase, name)
     children: dict[str, list[ElementTree.Element]] = {}
     for child in testcase:
         children.setdefault(_local_name(child.tag), []).append(child)
+    if stated == "notrun":
+        if "failure" in children or "error" in children:
+            raise InputError(
+                f"{name}: a testcase states it did not run (status={testcase.get('status')!r}) "
+                "yet holds a failure or error; the file disagrees with itself, so it is refused"
+            )
+        skipped = children.get("skipped")
+        evidence = (
+            _evidence("skipped", skipped[0])
+            if skipped
+            else "not run: "
+            + (
+                f"status={testcase.get('status') or ''} result={testcase.get('result') or ''}"
+            ).strip()
+        )
+        return (Outcome(None, evidence, "skipped"),)
     todo = [item for item in children.get("skipped", []) if item.get("type") == "todo"]
     if todo:
         parts = [_evidence("skipped", todo[0])]
         for tag in ("failure", "error"):
             if tag in children:
                 parts.append(_evidence(tag, children[tag][0]))
-        return (Outcome(None, "; ".join(parts)),)
+        kind = "todo failure" if "failure" in children else "skipped"
+        return (Outcome(None, "; ".join(parts), kind),)
+    skipped = children.get("skipped", [])
+    if skipped and "failure" in children and skipped[0].get("message") == _MAYFAIL:
+        evidence = (
+            f"{_evidence('skipped', skipped[0])}; {_evidence('failure', children['failure'][0])}"
+        )
+        return (Outcome(None, evidence, "expected failure"),)
     final = Outcome(True, None)
     for tag, passed in (("failure", False), ("error", None), ("skipped", None)):
         if tag in children:
-            final = Outcome(passed, _evidence(tag, children[tag][0]))
+            final = Outcome(passed, _evidence(tag, children[tag][0]), tag)
             break
-    before: list[Outcome] = []
+    if stated == "fail" and final.passed is not False:
+        final = Outcome(False, final.evidence or "status: fail", "failure")
+    before: list[Outcome] = _merged_runs(children)
     after: list[Outcome] = []
     for child in testcase:
         tag = _local_name(child.tag)
         if tag == "flakyFailure":
-            before.append(Outcome(False, _evidence(tag, child)))
+            before.append(Outcome(False, _evidence(tag, child), tag))
         elif tag == "flakyError":
-            before.append(Outcome(None, _evidence(tag, child)))
+            before.append(Outcome(None, _evidence(tag, child), tag))
         elif tag == "rerunFailure":
-            after.append(Outcome(False, _evidence(tag, child)))
+            after.append(Outcome(False, _evidence(tag, child), tag))
         elif tag == "rerunError":
-            after.append(Outcome(None, _evidence(tag, child)))
+            after.append(Outcome(None, _evidence(tag, child), tag))
     return (*before, final, *after)
 
 
@@ -411,19 +653,44 @@ class _RecordBuilder:
         self._contexts: dict[tuple[int, str], Context] = {}
         self._bare: dict[object, Attempt] = {}
 
-    def add(self, testcase: ElementTree.Element, suite_path: tuple[str, ...], suite: int) -> None:
+    def add(
+        self,
+        testcase: ElementTree.Element,
+        suite_path: tuple[str, ...],
+        suite: int,
+        source_name: str,
+        project: str,
+        count: SuiteCount,
+    ) -> None:
+        """Add one testcase, and count its outcome in ``count`` (its suite's figures)."""
         facts = self._facts
         facts.note_testcase(testcase)
-        tags = {_local_name(child.tag) for child in testcase}
-        has_outcome = bool(tags & OUTCOME_TAGS)
-        if tags & _RERUN_TAGS:
-            facts.rerun_children = True
+        outcomes = testcase_outcomes(testcase, source_name)
+        if outcomes is _PASSED:
+            tags: set[str] = set()
+            has_outcome = False
+            count.tests += 1
+        else:
+            tags = {_local_name(child.tag) for child in testcase}
+            has_outcome = bool(tags & OUTCOME_TAGS) or any(o.passed is not True for o in outcomes)
+            if tags & _RERUN_TAGS:
+                facts.rerun_children = True
         classname = testcase.get("classname") or ""
         context = self._contexts.get((suite, classname))
         if context is None:
-            context = Context(suite, suite_path, sys.intern(classname))
+            context = Context(suite, suite_path, sys.intern(classname), project)
             self._contexts[(suite, classname)] = context
-        value: CaseValue = element_value(
-            testcase_outcomes(testcase), has_outcome, _duration(testcase), self._bare
-        )
-        self._records.add(context, testcase.get("name") or "", value)
+        value: CaseValue = element_value(outcomes, has_outcome, _duration(testcase), self._bare)
+        name = testcase.get("name") or ""
+        parameter = testcase.get("value_param")
+        if parameter is not None:
+            # GoogleTest numbers TEST_P cases by position: the value keeps the id to the value.
+            name = f"{name} [{parameter}]"
+        self._records.add(context, name, value)
+        if outcomes is _PASSED:
+            return
+        final = next((o for o in outcomes if o.kind not in _EARLIER_KINDS), outcomes[-1])
+        flaky = sum(1 for o in outcomes if o.kind in ("flakyFailure", "flakyError"))
+        package = final.kind == "failure" and not classname and testcase.get("name") == "TestMain"
+        failures = sum(1 for child in testcase if _local_name(child.tag) == "failure")
+        count.add(final.kind, "failure" in tags and "error" in tags, flaky, package, failures)

@@ -17,15 +17,24 @@ Every producer writes ``<testcase>`` elements, but they keep different fields st
 - **go-junit-report / gotestsum** (a ``go.version`` property): id ``classname::name``
   (package; the suite name stands in for an empty classname).
 - **cargo-nextest** (``<testsuites name="nextest-run">``, a ``uuid``): id ``classname::name``.
-- **ctest** (a ``status`` attribute on testcases): id ``name``.
+- **ctest** (a ``status`` attribute on testcases, a root ``<testsuite>``): id ``name``.
+- **GoogleTest** (root ``AllTests``, ``status`` and ``result``): ``suite::name``, with a
+  ``TEST_P`` case's ``value_param``; ``DISABLED_`` and ``GTEST_SKIP`` tests are unassessed.
+- **Catch2** (``status``, ``hostname="tbd"``): ``classname::name`` (sections are tests).
+- **RSpec**, **Robot Framework**, **PHPUnit**: ``classname::name``.
+- **cargo libtest** (``package`` and ``id`` on suites; one document per test binary).
+- **Playwright Test** (``id`` on the root, ``hostname`` on suites): ``[project] file::title``.
 
 Surefire's and nextest's ``flakyFailure``/``rerunFailure`` children are attempts with their own
-outcomes, whoever wrote them. Repeated elements of one test inside one suite are attempts of it
-(for every producer but node).
+outcomes, whoever wrote them. A repeated element of one test inside one suite is an attempt
+only where the producer's own rerun marker says so (:data:`POOLING`: pytest-rerunfailures'
+bare elements, gotestsum ``--rerun-fails``); otherwise it is another test with the same name.
 
-A testcase id written under two different suite elements is two tests (the same describe name
-in two files, concatenated reports): the later ones get ``#2``, ``#3`` in document order and are
-never pooled into one case.
+A testcase id written twice (under two suite elements, or twice in one suite by a producer
+without a rerun marker) is two tests: the later ones get ``#2``, ``#3`` in document order and
+are never pooled into one case; :attr:`JUnitCases.groups` names them, so a diff where that
+order could hide a change is refused (:func:`ambiguous_group`). Every reading is reconciled
+with the file's own counters afterwards (:mod:`evalarc.formats.junit_counts`).
 """
 
 from __future__ import annotations
@@ -34,13 +43,18 @@ import weakref
 import xml.etree.ElementTree as ElementTree
 from array import array
 from bisect import bisect_left
-from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Collection, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalarc.formats.junit_counts import Disagreements
 from evalarc.formats.model import Attempt, SampleMeta, cut_evidence
 
 CHECK_NAME = "passed"
+RERUNFAILURES = "pytest-rerunfailures>=16.6.1"
+_ROBOT_ROOT = frozenset({"name", "tests", "errors", "failures", "skipped", "time", "timestamp"})
+"""Robot Framework's xunit root ``<testsuite>`` (with ``rebot --merge`` too): these attributes
+and no host name."""
 PYTEST_RERUN_EVIDENCE = (
     "rerun: this attempt failed and was run again (pytest-rerunfailures writes no detail for it)"
 )
@@ -53,6 +67,9 @@ class Outcome:
 
     passed: bool | None
     evidence: str | None
+    kind: str = ""
+    """How the producer counts it: ``failure``, ``error``, ``skipped`` or ``""`` (a pass); the
+    reconciliation with the file's own counters (:mod:`evalarc.formats.junit_counts`) reads it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +82,8 @@ class Context:
     suite_path: tuple[str, ...]
     """Names of the enclosing ``<testsuite>`` elements, outermost first."""
     classname: str
+    project: str = ""
+    """The enclosing suite's ``hostname``: Playwright writes the project there."""
 
 
 class JUnitCase(Mapping[str, Sequence[Attempt]]):
@@ -169,11 +188,15 @@ class JUnitCases(Mapping[str, Mapping[str, Sequence[Attempt]]]):
     document order as positions, so half a million bare testcases cost their ids and about 20
     bytes each; iteration is in document order."""
 
-    __slots__ = ("__weakref__", "_ids", "_order", "_values")
+    __slots__ = ("__weakref__", "_ids", "_order", "_values", "groups")
 
     def __init__(self, ids: list[str], values: list[CaseValue], in_document: Sequence[str]) -> None:
         """``ids`` (sorted, distinct) and their ``values``; ``in_document``: the same ids in
         document order."""
+        self.groups: dict[str, tuple[str, ...]] = {}
+        """Distinct tests the producer names alike (base id: the ids ``base``, ``base #2``,
+        ... in document order); paired with the other run in that order, so
+        :func:`ambiguous_group` decides whether the order could hide a change."""
         self._values = values
         self._order = array("I", (bisect_left(ids, case_id) for case_id in in_document))
         self._ids = ids
@@ -400,6 +423,12 @@ class Facts:
     testcases: int = 0
     classname_test: int = 0
     rerun_children: bool = False
+    catch2_host: bool = False
+    """A suite writes ``hostname="tbd"``, as Catch2 does (ctest writes its host or nothing)."""
+    reruns: int = 0
+    """Rerun elements :func:`read_cases` found (pytest-rerunfailures)."""
+    disagreements: Disagreements = field(default_factory=Disagreements)
+    """Suites whose declared counters differ from the reading (see :mod:`junit_counts`)."""
 
     def note_suite(self, element: ElementTree.Element, root: bool) -> None:
         keys = {_local(key) for key in element.attrib}
@@ -407,6 +436,8 @@ class Facts:
             self.root_tag = _local(element.tag)
             self.root_name = element.get("name")
             self.root_attributes = keys
+        if element.get("hostname") == "tbd":
+            self.catch2_host = True
         if _local(element.tag) == "testsuite" and len(self.suite_attributes) < _MAX_NOTED:
             self.suite_attributes |= set(list(keys)[:_MAX_NOTED])
         for key, value in element.attrib.items():
@@ -441,13 +472,17 @@ PRODUCERS = (
     "go-junit-report",
     "gotestsum",
     "cargo-nextest",
+    "cargo-libtest",
     "ctest",
+    "googletest",
+    "catch2",
+    "rspec",
+    "robot",
+    "phpunit",
+    "playwright",
     "junit",
 )
 """Every producer name :func:`identify_producer` returns (``junit``: not recognised)."""
-
-
-RERUNFAILURES = "pytest-rerunfailures>=16.6.1"
 
 
 def identify_producer(facts: Facts) -> str:
@@ -470,6 +505,8 @@ def identify_producer(facts: Facts) -> str:
         return "vitest"
     if root_name == "Mocha Tests" or "Root Suite" in facts.suite_names:
         return "mocha-junit-reporter"
+    if facts.root_tag == "testsuites" and {"package", "id"} <= facts.suite_attributes:
+        return "cargo-libtest"
     if root_name == "nextest-run" or "uuid" in facts.root_attributes:
         return "cargo-nextest"
     if "go.version" in facts.property_names:
@@ -477,8 +514,27 @@ def identify_producer(facts: Facts) -> str:
         if "hostname" not in facts.suite_attributes and "timestamp" in facts.suite_attributes:
             return "gotestsum"
         return "go-junit-report"
+    if root_name == "AllTests" or {"status", "result"} <= facts.testcase_attributes:
+        return "googletest"
     if "status" in facts.testcase_attributes:
-        return "ctest"
+        # ctest writes one root <testsuite>; Catch2 a <testsuites> around one per binary.
+        return "catch2" if facts.catch2_host else "ctest"
+    if "assertions" in facts.testcase_attributes and "assertions" in facts.suite_attributes:
+        return "phpunit"
+    if facts.suite_names == {"rspec"} and "seed" in facts.property_names:
+        return "rspec"
+    if (
+        facts.root_tag == "testsuites"
+        and "id" in facts.root_attributes
+        and ("hostname" in facts.suite_attributes)
+    ):
+        return "playwright"
+    if (
+        facts.root_tag == "testsuite"
+        and facts.root_attributes == _ROBOT_ROOT
+        and facts.testcase_attributes <= {"classname", "name", "time"}
+    ):
+        return "robot"
     if (
         "surefire" in facts.schema_location
         or any(name.startswith(("java.", "surefire.")) for name in facts.property_names)
@@ -494,6 +550,10 @@ def base_id(producer: str, context: Context, name: str) -> str:
     """The case id a producer's stable fields give one element (before disambiguation)."""
     if producer == "node":
         return " > ".join((*context.suite_path, name))
+    if producer == "playwright":
+        # Playwright keeps the project only as the suite's hostname.
+        project = f"[{context.project}] " if context.project else ""
+        return f"{project}{default_id(context, name)}"
     if producer in ("jest-junit", "mocha-junit-reporter", "ctest"):
         if producer == "jest-junit" and context.classname not in ("", name):
             return f"{context.classname}::{name}"
@@ -501,13 +561,20 @@ def base_id(producer: str, context: Context, name: str) -> str:
     return default_id(context, name)
 
 
-_OWN_RULES = frozenset({"node", "jest-junit", "mocha-junit-reporter", "ctest"})
+_OWN_RULES = frozenset({"node", "jest-junit", "mocha-junit-reporter", "ctest", "playwright"})
 """Producers whose case id is not :func:`default_id`."""
+
+
+POOLING = frozenset({"pytest", RERUNFAILURES, "gotestsum"})
+"""Producers whose repeated element of one test in one suite is a rerun of it: pytest-
+rerunfailures (bare elements before the last), gotestsum ``--rerun-fails``. Every other
+producer's reruns are children (Surefire, nextest) or never written, so a repeated id is
+another test with the same name (RSpec one-liners, Robot tests sharing a name)."""
 
 
 def pools_attempts(producer: str) -> bool:
     """Whether repeated elements of one test inside one suite are attempts of that test."""
-    return producer != "node"
+    return producer in POOLING
 
 
 _VERDICTS: dict[bool | None, dict[str, bool | None]] = {
@@ -536,7 +603,7 @@ def read_cases(facts: Facts, records: Records) -> tuple[str, JUnitCases]:
         records.runs.clear()
         values: list[Any] = records.values
         return producer, JUnitCases.in_order(ids, values, ordered)
-    return _read_repeated(producer, records)
+    return _read_repeated(producer, records, facts)
 
 
 def _sorted_if_distinct(ids: list[Any]) -> list[str] | None:
@@ -557,7 +624,7 @@ def _own_rule_ids(producer: str, records: Records) -> None:
         records.ids[index] = base_id(producer, context, _name_in(context, element_id))
 
 
-def _read_repeated(producer: str, records: Records) -> tuple[str, JUnitCases]:
+def _read_repeated(producer: str, records: Records, facts: Facts) -> tuple[str, JUnitCases]:
     """:func:`read_cases` for a file that writes some base id more than once (reruns, or the
     same test name under two suites)."""
     keys = _keys(producer, records, release=True)
@@ -592,9 +659,12 @@ def _read_repeated(producer: str, records: Records) -> tuple[str, JUnitCases]:
         if before_bare and producer in ("pytest", RERUNFAILURES):
             producer = RERUNFAILURES
             test = test.last_failed()
+            facts.reruns += 1
         repeated[case_id] = _no_outcome(value)
         values[case_id] = test.then(expand(value))
-    return producer, JUnitCases.from_dict(values)
+    tests = JUnitCases.from_dict(values)
+    tests.groups = namer.groups()
+    return producer, tests
 
 
 _PENDING = object()
@@ -619,35 +689,64 @@ class _Keys:
 
 def _keys(producer: str, records: Records, release: bool = False) -> _Keys:
     """Which (base id, ordinal) each element belongs to, from the records' case ids (see
-    :func:`_own_rule_ids`): a base id seen under a second suite element (or, for node, a second
-    time at all) is a different test, numbered in document order. ``release``: the records' ids
-    list becomes the base ids (no second list) and the contexts are dropped once used."""
+    :func:`_own_rule_ids`). A later element with a base id already seen is another attempt of
+    that test only where the producer's own rerun marker says so (:func:`pools_attempts`: in
+    the same suite element, and for pytest only after a bare element, which is how
+    pytest-rerunfailures writes a rerun); otherwise it is a distinct test, numbered 2, 3, ...
+    in document order. ``release``: the records' ids list becomes the base ids (no second
+    list) and the contexts are dropped once used."""
     bases: list[str | None] = records.ids if release else list(records.ids)
     ordinals: dict[int, int] = {}
     first: dict[str, Any] = {}
-    later_suites: dict[str, dict[int, int]] = {}
+    """Per base id, in the order first seen: how many distinct tests it names so far."""
+    last: dict[str, tuple[int, int, bool]] = {}
+    """Per base id seen more than once so far: (suite, ordinal, bare) of its latest element."""
     pools = pools_attempts(producer)
+    pytest = producer in ("pytest", RERUNFAILURES)
+    values = records.values
     for index, context in enumerate(records.contexts()):
         base = bases[index]
         assert base is not None
-        if pools:
-            suite = first.setdefault(base, context.suite_index)
-            if suite != context.suite_index:
-                seen = later_suites.setdefault(base, {})
-                ordinals[index] = seen.setdefault(context.suite_index, len(seen) + 2)
+        tests = first.get(base)
+        if tests is None:
+            first[base] = 1
+            if pools:
+                last[base] = (context.suite_index, 1, _bare(values, index))
+            continue
+        seen = last.get(base)
+        if (
+            pools
+            and seen is not None
+            and seen[0] == context.suite_index
+            and (seen[2] or not pytest)
+        ):
+            ordinal = seen[1]
         else:
-            ordinal = first.get(base, 0) + 1
-            first[base] = ordinal
-            if ordinal > 1:
-                ordinals[index] = ordinal
+            ordinal = first[base] = tests + 1
+        if pools:
+            last[base] = (context.suite_index, ordinal, _bare(values, index))
+        if ordinal > 1:
+            ordinals[index] = ordinal
     if release:
         records.runs.clear()
     return _Keys(bases, ordinals, first)
 
 
+def _bare(values: list[CaseValue | None], index: int) -> bool:
+    value = values[index] if index < len(values) else None
+    return value is not None and _no_outcome(value)
+
+
 class _Namer:
     """The case id of each element: its base id for the first test of that name, ``base #N``
     (never one already taken) for a later one."""
+
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        """Each base id that names more than one test: the ids of its tests in order."""
+        found: dict[str, list[str]] = {}
+        for (base, _ordinal), name in sorted(self._names.items()):
+            found.setdefault(base, [base]).append(name)
+        return {base: tuple(names) for base, names in found.items()}
 
     def __init__(self, keys: _Keys) -> None:
         self._keys = keys
@@ -671,7 +770,7 @@ def record_case_ids(facts: Facts, records: Records) -> list[str]:
     """The case id of each element, in document order, exactly as :func:`read_cases` names the
     tests (for readers of the same file that show more than the model keeps)."""
     producer = identify_producer(facts)
-    copy = Records(list(records.ids), [], list(records.runs))
+    copy = Records(list(records.ids), records.values, list(records.runs))
     _own_rule_ids(producer, copy)
     ids: list[Any] = copy.ids
     if _sorted_if_distinct(ids) is not None:
@@ -689,3 +788,43 @@ def _distinct_name(key: tuple[str, int], used: set[str]) -> str:
             used.add(candidate)
             return candidate
         number += 1
+
+
+def _passes(test: Mapping[str, Sequence[Attempt]] | None) -> bool:
+    return test is not None and all(
+        attempt.passed is True for attempts in test.values() for attempt in attempts
+    )
+
+
+def ambiguous_group(
+    baseline: Mapping[str, Mapping[str, Sequence[Attempt]]],
+    current: Mapping[str, Mapping[str, Sequence[Attempt]]],
+    blocked: Collection[str],
+) -> str | None:
+    """Why pairing tests that share one id in document order could hide a change, or None.
+
+    Tests the producer names alike are paired ``id`` with ``id``, ``id #2`` with ``id #2``.
+    When every current member passes and there are at least as many as in the baseline, no
+    pass can have been lost whatever the order. Otherwise a member may have regressed while
+    another was fixed and the order changed: unless a blocking row (``blocked``: case ids)
+    already names the group, the pair is refused with how to tell the tests apart."""
+    groups: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for side, tests in enumerate((baseline, current)):
+        found = getattr(tests, "groups", None)
+        if not isinstance(found, dict):
+            continue
+        for base, members in found.items():
+            pair = groups.get(base, ((base,), (base,)))
+            groups[base] = (members, pair[1]) if side == 0 else (pair[0], members)
+    for base, (before, now) in sorted(groups.items()):
+        if all(_passes(current.get(member)) for member in now) and len(now) >= len(before):
+            continue
+        if any(member in blocked for member in (*before, *now)):
+            continue
+        return (
+            f"{len(now)} tests are named {base[:200]!r} (the baseline has {len(before)}), and "
+            "not every one passes now; EvalArc pairs them in document order, which cannot tell "
+            "a fixed test from a broken one if their order changed, so the pair is refused; "
+            "give the tests distinct names (or a suite, class or file that tells them apart)"
+        )
+    return None

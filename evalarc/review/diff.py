@@ -17,6 +17,7 @@ from typing import Any
 from evalarc.canonical import JSONValue
 from evalarc.errors import IncomparableError, InputError, UsageError, VerificationError
 from evalarc.formats.harness import HarnessFile
+from evalarc.formats.junit_producers import JUnitCases, ambiguous_group
 from evalarc.formats.model import Run
 from evalarc.formats.promptfoo import align_matrix, matrix_sides
 from evalarc.formats.split import CaseSplit
@@ -27,6 +28,7 @@ from evalarc.review.diff_model import KIND_ORDER as KIND_ORDER
 from evalarc.review.diff_model import NON_BLOCKING_KINDS as NON_BLOCKING_KINDS
 from evalarc.review.diff_model import (
     ChangeCounts,
+    ChangeRow,
     CostGate,
     DiffReport,
     Generalization,
@@ -204,6 +206,19 @@ def prepare_runs(baseline: Run, current: Run) -> tuple[Run, Run]:
     return align_matrix(baseline, current)
 
 
+def _refuse_ambiguous_groups(baseline: Run, current: Run, rows: Sequence[ChangeRow]) -> None:
+    """Fail closed where tests sharing one id are paired by order and that could hide a change
+    no blocking row shows (see :func:`evalarc.formats.junit_producers.ambiguous_group`)."""
+    if not any(
+        isinstance(run.cases, JUnitCases) and run.cases.groups for run in (baseline, current)
+    ):
+        return
+    blocked = {row.case_id for row in rows if row.kind in BLOCKING_KINDS}
+    problem = ambiguous_group(baseline.cases, current.cases, blocked)
+    if problem is not None:
+        raise InputError(f"{current.source.name}: {problem}")
+
+
 def diff_report(
     baseline: Run,
     current: Run,
@@ -228,6 +243,7 @@ def diff_report(
 
     pairing = pair_checks(baseline, current)
     rows = pairing.rows
+    _refuse_ambiguous_groups(baseline, current, pairing.rows)
     baseline_incomplete = bool(baseline.incomplete)
     current_incomplete = bool(current.incomplete)
     matrix = matrix_sides(baseline, current)
