@@ -1,0 +1,31 @@
+// The GoogleTest project of the corpus: one pair per shape, chosen at compile time
+// (-DSAME_NAME, -DPARAM, -DDISABLED, -DSKIP); Stable.Holds is in every pair.
+#include <gtest/gtest.h>
+
+static int Twice(int x) { return x + x; }
+static int Half(int x) { return x / 2; }
+
+#ifdef SAME_NAME
+// (a) the same test name in two suites
+TEST(SuiteA, Works) { EXPECT_EQ(Twice(2), 4); }
+TEST(SuiteB, Works) { EXPECT_EQ(Half(9), 5); }
+#endif
+
+#ifdef PARAM
+// (b) a value-parameterized test
+class Doubling : public ::testing::TestWithParam<int> {};
+TEST_P(Doubling, IsEven) { EXPECT_EQ(Twice(GetParam()) % 2, 0); }
+INSTANTIATE_TEST_SUITE_P(Small, Doubling, ::testing::Values(1, 2, 3));
+#endif
+
+#ifdef DISABLED
+// (c) a test that passes now and is disabled in the current side
+TEST(Toggles, StillChecked) { EXPECT_EQ(Twice(0), 0); }
+#endif
+
+#ifdef SKIP
+// (d) a test that passes now and skips itself in the current side
+TEST(Skips, RunsToday) { EXPECT_EQ(Half(4), 2); }
+#endif
+
+TEST(Stable, Holds) { EXPECT_EQ(Twice(5), 10); }
