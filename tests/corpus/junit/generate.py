@@ -10,6 +10,8 @@ One command per tool (see README.md in this folder):
     python tests/corpus/junit/generate.py vitest --node-modules /tmp/junit-tools/node_modules
     python tests/corpus/junit/generate.py mocha  --node-modules /tmp/junit-tools/node_modules
     python tests/corpus/junit/generate.py ctest
+    python tests/corpus/junit/generate.py googletest  # also catch2, rspec, robot, playwright,
+    python tests/corpus/junit/generate.py gotestsum   # phpunit, cargo-libtest (in producers/)
 
 Each writes ``<pair>/baseline.xml`` and ``<pair>/current.xml`` (the tool's JUnit bytes), the
 verbose output the truth is read from (``*.log`` or ``*.json``), and ``<pair>/truth.json``: the
@@ -667,8 +669,9 @@ def googletest_truth(log: str, listing: str) -> dict[str, list[dict[str, Any]]]:
         if ended and ended["id"] == running:
             suite, name = running.split(".", 1)
             outcome = {"OK": "pass", "FAILED": "fail", "SKIPPED": "skip"}[ended["word"]]
+            # each --gtest_repeat iteration is a run of its own, not a rerun of a failure
             tests.setdefault(f"{suite}::{name}", []).append(
-                {"outcome": outcome, "word": ended["word"], "rerun": f"{suite}::{name}" in tests}
+                {"outcome": outcome, "word": ended["word"]}
             )
             running = None
     disabled = []
@@ -693,8 +696,12 @@ GTEST_SHAPES = {
     "googletest-param": "PARAM",
     "googletest-disabled": "DISABLED",
     "googletest-skip": "SKIP",
+    "googletest-repeat": "REPEAT",
 }
 """One pair per shape of sources/googletest (chosen with -D at compile time)."""
+
+
+GTEST_LINK = ("-lgtest", "-lgtest_main", "-pthread")
 
 
 def make_googletest(pair_name: str, shape: str) -> None:
@@ -704,18 +711,21 @@ def make_googletest(pair_name: str, shape: str) -> None:
     for side in ("baseline", "current"):
         _place(project, SOURCES / "googletest" / side)
         _run(
-            ["g++", f"-D{shape}", "-o", "calc_test", "calc_test.cc"]
-            + ["-lgtest", "-lgtest_main", "-pthread"],
+            ["g++", f"-D{shape}", "-o", "calc_test", "calc_test.cc", *GTEST_LINK],
             project,
         )
-        log = _run(["./calc_test", f"--gtest_output=xml:{side}.xml"], project)
+        repeat = ["--gtest_repeat=2"] if shape == "REPEAT" else []
+        log = _run(["./calc_test", f"--gtest_output=xml:{side}.xml", *repeat], project)
         listing = _run(["./calc_test", "--gtest_list_tests"], project)
         shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
-        (pair / f"{side}.log").write_text(_plain(log + "\n$ --gtest_list_tests\n" + listing, project))
+        (pair / f"{side}.log").write_text(
+            _plain(log + "\n$ --gtest_list_tests\n" + listing, project)
+        )
         sides[side] = googletest_truth(log, listing)
+    shown_repeat = " --gtest_repeat=2" if shape == "REPEAT" else ""
     command = (
         f"g++ -D{shape} calc_test.cc -lgtest -lgtest_main -pthread;"
-        " ./calc_test --gtest_output=xml:SIDE.xml (and --gtest_list_tests)"
+        f" ./calc_test --gtest_output=xml:SIDE.xml{shown_repeat} (and --gtest_list_tests)"
     )
     write_truth(pair, "googletest", version, command, sides)
 
@@ -793,8 +803,13 @@ def make_catch2() -> None:
         (pair / f"{side}.log").write_text(_plain(log + "\n$ --list-tests\n" + listing, project))
         sides[side] = catch2_truth(log, listing)
     command = "./calc_test -r junit -o SIDE.xml (truth: ./calc_test -s, ./calc_test --list-tests)"
-    write_truth(pair, "catch2", f"Catch2 {version} (Debian catch2 {_dpkg_version('catch2')})",
-                command, sides)
+    write_truth(
+        pair,
+        "catch2",
+        f"Catch2 {version} (Debian catch2 {_dpkg_version('catch2')})",
+        command,
+        sides,
+    )
 
 
 # RSpec + rspec_junit_formatter ------------------------------------------------------------------
@@ -806,9 +821,21 @@ def make_rspec() -> None:
     for side in ("baseline", "current"):
         _place(project, SOURCES / "rspec" / side)
         log = _run(
-            ["rspec", "--order", "defined", "--format", "RspecJunitFormatter", "--out",
-             f"{side}.xml", "--format", "documentation", "--format", "json", "--out",
-             f"{side}.json"],
+            [
+                "rspec",
+                "--order",
+                "defined",
+                "--format",
+                "RspecJunitFormatter",
+                "--out",
+                f"{side}.xml",
+                "--format",
+                "documentation",
+                "--format",
+                "json",
+                "--out",
+                f"{side}.json",
+            ],
             project,
         )
         xml = (project / f"{side}.xml").read_text()
@@ -816,8 +843,10 @@ def make_rspec() -> None:
         (pair / f"{side}.xml").write_text(xml.replace(f'hostname="{host}"', 'hostname="HOST"'))
         report = json.loads((project / f"{side}.json").read_text())
         summary = [
-            {key: example[key] for key in ("id", "full_description", "status", "file_path",
-                                           "line_number")}
+            {
+                key: example[key]
+                for key in ("id", "full_description", "status", "file_path", "line_number")
+            }
             for example in report["examples"]
         ]
         (pair / f"{side}.json").write_text(json.dumps({"examples": summary}, indent=1) + "\n")
@@ -864,8 +893,12 @@ def robot_truth(*outputs: Path) -> dict[str, list[dict[str, Any]]]:
                 key = _numbered(seen, f"{suite.get('name')}::{test.get('name')}")
                 seen[key] = []
                 tests.setdefault(key, []).append(
-                    {"outcome": outcome, "word": word, "robot_id": test.get("id"),
-                     "rerun": number > 0}
+                    {
+                        "outcome": outcome,
+                        "word": word,
+                        "robot_id": test.get("id"),
+                        "rerun": number > 0,
+                    }
                 )
     return tests
 
@@ -876,17 +909,57 @@ def make_robot(robot_bin: Path) -> None:
     for side in ("baseline", "current"):
         _place(project, SOURCES / "robot" / side)
         log = _run(
-            [str(robot_bin / "robot"), "--xunit", f"{side}.xml", "--output", f"{side}-output.xml",
-             "--log", "NONE", "--report", "NONE", "checks.robot"],
+            [
+                str(robot_bin / "robot"),
+                "--xunit",
+                f"{side}.xml",
+                "--output",
+                f"{side}-output.xml",
+                "--log",
+                "NONE",
+                "--report",
+                "NONE",
+                "checks.robot",
+            ],
             project,
             any_failures=True,
         )
         shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
         (pair / f"{side}.log").write_text(_plain(log, project))
         sides[side] = robot_truth(project / f"{side}-output.xml")
+        _robot_statuses(pair / f"{side}.json", project / f"{side}-output.xml")
     version = _robot_version(robot_bin)
-    write_truth(pair, "robot --xunit", version,
-                "robot --xunit SIDE.xml --output SIDE-output.xml checks.robot", sides)
+    write_truth(
+        pair,
+        "robot --xunit",
+        version,
+        "robot --xunit SIDE.xml --output SIDE-output.xml checks.robot",
+        sides,
+    )
+
+
+def _robot_statuses(target: Path, *outputs: Path) -> None:
+    """Each output.xml's tests as Robot wrote them (suite, id, name, own status and message),
+    kept beside the pair: the truth is read from these files, which are too large to keep."""
+    import xml.etree.ElementTree as ET
+
+    kept: dict[str, list[dict[str, str | None]]] = {}
+    for output in outputs:
+        rows = kept.setdefault(output.name, [])
+        for suite in ET.parse(output).iter("suite"):
+            for test in suite.findall("test"):
+                status = test.find("status")
+                assert status is not None
+                rows.append(
+                    {
+                        "suite": suite.get("name"),
+                        "id": test.get("id"),
+                        "name": test.get("name"),
+                        "status": status.get("status"),
+                        "message": status.text,
+                    }
+                )
+    target.write_text(json.dumps(kept, indent=1) + "\n")
 
 
 def _robot_version(robot_bin: Path) -> str:
@@ -910,24 +983,42 @@ def make_robot_rerun(robot_bin: Path) -> None:
         outputs = [project / "first.xml"]
         if "0 failed" not in log:
             log += _run(
-                [robot, "--rerunfailed", "first.xml", "--output", "rerun.xml", *quiet,
-                 "checks.robot"],
+                [
+                    robot,
+                    "--rerunfailed",
+                    "first.xml",
+                    "--output",
+                    "rerun.xml",
+                    *quiet,
+                    "checks.robot",
+                ],
                 project,
                 any_failures=True,
             )
             outputs.append(project / "rerun.xml")
         log += _run(
-            [rebot, "--merge", "--xunit", f"{side}.xml", "--output", "merged.xml", *quiet,
-             *(path.name for path in outputs)],
+            [
+                rebot,
+                "--merge",
+                "--xunit",
+                f"{side}.xml",
+                "--output",
+                "merged.xml",
+                *quiet,
+                *(path.name for path in outputs),
+            ],
             project,
             any_failures=True,
         )
         shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
         (pair / f"{side}.log").write_text(_plain(log, project))
         sides[side] = robot_truth(*outputs)
+        _robot_statuses(pair / f"{side}.json", *outputs)
     version = _robot_version(robot_bin)
     write_truth(
-        pair, "robot --rerunfailed + rebot --merge --xunit", version,
+        pair,
+        "robot --rerunfailed + rebot --merge --xunit",
+        version,
         "robot --output first.xml; robot --rerunfailed first.xml --output rerun.xml (if any"
         " failed); rebot --merge --xunit SIDE.xml first.xml [rerun.xml]",
         sides,
@@ -960,8 +1051,14 @@ def playwright_truth(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
                         outcome = "skip" if status == "failed" else "fail"
                     else:
                         outcome = "pass" if status == "passed" else "fail"
-                    attempts.append({"outcome": outcome, "status": status,
-                                     "expected": expected, "rerun": result["retry"] > 0})
+                    attempts.append(
+                        {
+                            "outcome": outcome,
+                            "status": status,
+                            "expected": expected,
+                            "rerun": result["retry"] > 0,
+                        }
+                    )
                 tests[_numbered(tests, case)] = attempts
         for child in suite.get("suites", []):
             walk(child, [*titles, child["title"]])
@@ -969,6 +1066,38 @@ def playwright_truth(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     for suite in report["suites"]:
         walk(suite, [])
     return tests
+
+
+def _playwright_summary(report: dict[str, Any]) -> Any:
+    """The verdict part of Playwright's json report: suites, specs, each project's test with its
+    expected status and every try's status and retry (errors, output and times left out)."""
+
+    def suite(node: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "title": node["title"],
+            "specs": [
+                {
+                    "title": spec["title"],
+                    "file": spec["file"],
+                    "tests": [
+                        {
+                            "projectName": test["projectName"],
+                            "expectedStatus": test["expectedStatus"],
+                            "status": test["status"],
+                            "results": [
+                                {"retry": r["retry"], "status": r["status"]}
+                                for r in test["results"]
+                            ],
+                        }
+                        for test in spec["tests"]
+                    ],
+                }
+                for spec in node.get("specs", [])
+            ],
+            "suites": [suite(child) for child in node.get("suites", [])],
+        }
+
+    return {"suites": [suite(node) for node in report["suites"]], "stats": report["stats"]}
 
 
 def make_playwright(modules: Path, pair_name: str) -> None:
@@ -980,17 +1109,25 @@ def make_playwright(modules: Path, pair_name: str) -> None:
         _place(project, SOURCES / pair_name / side)
         config = project / "playwright.config.mjs"
         config.write_text(config.read_text().replace("SIDE", side))
-        log = _run([str(modules / ".bin" / "playwright"), "test"], project,
-                   {"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"})
+        log = _run(
+            [str(modules / ".bin" / "playwright"), "test"],
+            project,
+            {"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"},
+        )
         shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
         report = json.loads((project / f"{side}.json").read_text())
         tests = playwright_truth(report)
-        (pair / f"{side}.json").write_text(json.dumps(tests, indent=1) + "\n")
+        (pair / f"{side}.json").write_text(json.dumps(_playwright_summary(report), indent=1) + "\n")
         (pair / f"{side}.log").write_text(_plain(log, project))
         sides[side] = tests
     version = _npm_version(modules, "@playwright/test")
-    write_truth(pair, "playwright test (junit reporter)", version,
-                "playwright test (reporters junit, json, list in playwright.config.mjs)", sides)
+    write_truth(
+        pair,
+        "playwright test (junit reporter)",
+        version,
+        "playwright test (reporters junit, json, list in playwright.config.mjs)",
+        sides,
+    )
 
 
 # PHPUnit ----------------------------------------------------------------------------------------
@@ -1015,8 +1152,14 @@ def phpunit_truth(log: str) -> dict[str, list[dict[str, Any]]]:
         elif event == "testSuiteFinished":
             classes.pop()
         elif event == "testStarted":
-            owner = next(c for c in reversed(classes) if "/" not in c and "::" not in c
-                         and not name.startswith(c + " ") and c != name.split(" with ")[0])
+            owner = next(
+                c
+                for c in reversed(classes)
+                if "/" not in c
+                and "::" not in c
+                and not name.startswith(c + " ")
+                and c != name.split(" with ")[0]
+            )
             tests[f"{owner}::{name}"] = [{"outcome": "pass", "event": "testFinished"}]
         elif event in ("testFailed", "testIgnored"):
             key = next(k for k in reversed(list(tests)) if k.endswith(f"::{name}"))
@@ -1035,8 +1178,9 @@ def make_phpunit() -> None:
         (pair / f"{side}.log").write_text(_plain(log, project))
         sides[side] = phpunit_truth(log)
     version = _run(["phpunit", "--version"], HERE).split(" by ")[0].strip()
-    write_truth(pair, "phpunit --log-junit", version,
-                "phpunit --log-junit SIDE.xml --teamcity tests", sides)
+    write_truth(
+        pair, "phpunit --log-junit", version, "phpunit --log-junit SIDE.xml --teamcity tests", sides
+    )
 
 
 # cargo libtest ----------------------------------------------------------------------------------
@@ -1071,22 +1215,42 @@ def make_cargo() -> None:
     for side in ("baseline", "current"):
         _place(project, SOURCES / "cargo-libtest" / side)
         # one target folder per side: the copied sources keep their times, which cargo compares
-        env = {"CARGO_TARGET_DIR": str(WORK / f"cargo-target-{side}"), "RUST_BACKTRACE": "0",
-               "CARGO_TERM_COLOR": "never"}
+        env = {
+            "CARGO_TARGET_DIR": str(WORK / f"cargo-target-{side}"),
+            "RUST_BACKTRACE": "0",
+            "CARGO_TERM_COLOR": "never",
+        }
         done = subprocess.run(
-            ["cargo", "test", "--offline", "--no-fail-fast", "--", "-Z", "unstable-options",
-             "--format", "junit"],
-            cwd=project, env={**os.environ, **env, "RUSTC_BOOTSTRAP": "1"},
-            capture_output=True, text=True, timeout=600, check=False,
+            [
+                "cargo",
+                "test",
+                "--offline",
+                "--no-fail-fast",
+                "--",
+                "-Z",
+                "unstable-options",
+                "--format",
+                "junit",
+            ],
+            cwd=project,
+            env={**os.environ, **env, "RUSTC_BOOTSTRAP": "1"},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
         if done.returncode not in (0, 101):
             sys.exit(f"cargo exited {done.returncode}:\n{done.stderr}")
         (pair / f"{side}.xml").write_text(done.stdout)
         plain = subprocess.run(
-            ["cargo", "test", "--offline", "--no-fail-fast"], cwd=project,
-            env={**os.environ, **env}, capture_output=True, text=True, timeout=600, check=False,
+            ["cargo", "test", "--offline", "--no-fail-fast"],
+            cwd=project,
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
-        log = plain.stderr + plain.stdout
         # cargo writes "Running" to stderr and the tests' lines to stdout: interleave by binary
         log = _cargo_interleave(plain.stderr, plain.stdout)
         (pair / f"{side}.log").write_text(_plain(log, project))
@@ -1094,7 +1258,9 @@ def make_cargo() -> None:
     version = _run(["cargo", "--version"], HERE).strip()
     rustc = _run(["rustc", "--version"], HERE).strip()
     write_truth(
-        pair, "cargo test (libtest --format junit)", f"{version}, {rustc}",
+        pair,
+        "cargo test (libtest --format junit)",
+        f"{version}, {rustc}",
         "RUSTC_BOOTSTRAP=1 cargo test --offline --no-fail-fast -- -Z unstable-options"
         " --format junit > SIDE.xml (truth: cargo test --offline --no-fail-fast)",
         sides,
@@ -1134,8 +1300,13 @@ def gotest_truth(events: str) -> dict[str, list[dict[str, Any]]]:
 
 def make_gotestsum(pair_name: str, rerun: bool) -> None:
     pair, project = _producer_pair(pair_name)
-    env = {"GOCACHE": str(WORK / "gocache"), "GOPATH": str(WORK / "gopath"),
-           "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GOTOOLCHAIN": "local"}
+    env = {
+        "GOCACHE": str(WORK / "gocache"),
+        "GOPATH": str(WORK / "gopath"),
+        "GOFLAGS": "-mod=mod",
+        "GOPROXY": "off",
+        "GOTOOLCHAIN": "local",
+    }
     sides = {}
     for side in ("baseline", "current"):
         _place(project, SOURCES / pair_name / side)
@@ -1152,8 +1323,9 @@ def make_gotestsum(pair_name: str, rerun: bool) -> None:
         sides[side] = gotest_truth(events)
     go = _run(["go", "version"], HERE).strip()
     version = f"gotestsum {_dpkg_version('gotestsum')} (its --version says dev), {go}"
-    shown = " ".join(["gotestsum", "--junitfile", "SIDE.xml", "--jsonfile", "SIDE.json",
-                      *command[5:]])
+    shown = " ".join(
+        ["gotestsum", "--junitfile", "SIDE.xml", "--jsonfile", "SIDE.json", *command[5:]]
+    )
     write_truth(pair, "gotestsum --junitfile", version, shown, sides)
 
 

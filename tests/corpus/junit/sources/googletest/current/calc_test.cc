@@ -1,5 +1,5 @@
 // The GoogleTest project of the corpus: one pair per shape, chosen at compile time
-// (-DSAME_NAME, -DPARAM, -DDISABLED, -DSKIP); Stable.Holds is in every pair.
+// (-DSAME_NAME, -DPARAM, -DDISABLED, -DSKIP, -DREPEAT); Stable.Holds is in every pair.
 #include <gtest/gtest.h>
 
 static int Twice(int x) { return x == 1 ? 7 : x + x; }
@@ -27,6 +27,12 @@ TEST(Toggles, DISABLED_StillChecked) { EXPECT_EQ(Twice(0), 0); }
 #ifdef SKIP
 // (d) a test that passes now and skips itself in the current side
 TEST(Skips, RunsToday) { GTEST_SKIP() << "store offline"; EXPECT_EQ(Half(4), 2); }
+#endif
+
+#ifdef REPEAT
+// (e) run with --gtest_repeat=2: the current side fails on the first iteration only
+static int runs = 0;
+TEST(Repeat, WarmsUp) { EXPECT_GT(++runs, 1); }
 #endif
 
 TEST(Stable, Holds) { EXPECT_EQ(Twice(5), 10); }
