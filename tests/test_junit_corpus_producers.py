@@ -3,8 +3,9 @@ whose truth (read from the tool's own console or report, never from EvalArc) nam
 change must fail the gate through the CLI, and the file must be named by its own producer.
 
 Issue 23 ("fail closed"): several of these exited 0 while the tool itself reported a regression
-(GoogleTest parameters renumbered by a new instantiation, Robot's and RSpec's repeated names,
-Playwright's projects), and the producers were guessed from the shape alone (``ctest``,
+(GoogleTest parameters renumbered by a new instantiation, a GoogleTest suite renamed
+``DISABLED_`` whose test now reads as a pass, Robot's and RSpec's repeated names, Playwright's
+projects), and the producers were guessed from the shape alone (``ctest``,
 ``gradle``, ``junit``). Nothing here is marked xfail: the reader's fix makes these pass.
 """
 
@@ -25,6 +26,7 @@ EXPECTED_PRODUCER = {
     "googletest-same-name": "googletest",
     "googletest-param": "googletest",
     "googletest-disabled": "googletest",
+    "googletest-disabled-suite": "googletest",
     "googletest-skip": "googletest",
     "googletest-repeat": "googletest",
     "catch2": "catch2",

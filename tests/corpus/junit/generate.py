@@ -695,6 +695,7 @@ GTEST_SHAPES = {
     "googletest-same-name": "SAME_NAME",
     "googletest-param": "PARAM",
     "googletest-disabled": "DISABLED",
+    "googletest-disabled-suite": "DISABLED_SUITE",
     "googletest-skip": "SKIP",
     "googletest-repeat": "REPEAT",
 }

@@ -1,5 +1,6 @@
 // The GoogleTest project of the corpus: one pair per shape, chosen at compile time
-// (-DSAME_NAME, -DPARAM, -DDISABLED, -DSKIP, -DREPEAT); Stable.Holds is in every pair.
+// (-DSAME_NAME, -DPARAM, -DDISABLED, -DDISABLED_SUITE, -DSKIP, -DREPEAT); Stable.Holds is
+// in every pair.
 #include <gtest/gtest.h>
 
 static int Twice(int x) { return x == 1 ? 7 : x + x; }
@@ -22,6 +23,12 @@ INSTANTIATE_TEST_SUITE_P(Small, Doubling, ::testing::Values(1, 2, 3));
 #ifdef DISABLED
 // (c) a test that passes now and is disabled in the current side
 TEST(Toggles, DISABLED_StillChecked) { EXPECT_EQ(Twice(0), 0); }
+#endif
+
+#ifdef DISABLED_SUITE
+// (c2) a passing test whose whole suite is disabled in the current side (the test's own name
+// stays; only the suite name changes)
+TEST(DISABLED_Flags, StillOn) { EXPECT_EQ(Half(2), 1); }
 #endif
 
 #ifdef SKIP
