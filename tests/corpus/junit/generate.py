@@ -10,6 +10,8 @@ One command per tool (see README.md in this folder):
     python tests/corpus/junit/generate.py vitest --node-modules /tmp/junit-tools/node_modules
     python tests/corpus/junit/generate.py mocha  --node-modules /tmp/junit-tools/node_modules
     python tests/corpus/junit/generate.py ctest
+    python tests/corpus/junit/generate.py googletest  # also catch2, rspec, robot, playwright,
+    python tests/corpus/junit/generate.py gotestsum   # phpunit, cargo-libtest (in producers/)
 
 Each writes ``<pair>/baseline.xml`` and ``<pair>/current.xml`` (the tool's JUnit bytes), the
 verbose output the truth is read from (``*.log`` or ``*.json``), and ``<pair>/truth.json``: the
@@ -25,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -616,6 +619,717 @@ def make_ctest() -> None:
     write_truth(pair, "ctest", version, "ctest --output-junit ../SIDE.xml", sides)
 
 
+# -- producers added for issue 23 (pairs under producers/) --------------------------------------
+
+PRODUCERS = HERE / "producers"
+"""The pairs of the producers read only by their shape so far (GoogleTest, Catch2, RSpec, Robot
+Framework, Playwright, PHPUnit, cargo's libtest, gotestsum), one folder per shape."""
+
+
+def _producer_pair(name: str) -> tuple[Path, Path]:
+    pair = PRODUCERS / name
+    pair.mkdir(parents=True, exist_ok=True)
+    return pair, _fresh(name)
+
+
+def _numbered(tests: dict[str, list[dict[str, Any]]], case: str) -> str:
+    """The key of the next test met under ``case``: a test id met again in the same document
+    (the same name twice) is numbered ``#2``, ``#3`` in document order."""
+    key, number = case, 1
+    while key in tests:
+        number += 1
+        key = f"{case} #{number}"
+    return key
+
+
+# GoogleTest ------------------------------------------------------------------------------------
+
+_GTEST_RUN = re.compile(r"^\[ RUN      \] (?P<id>\S+)$")
+_GTEST_END = re.compile(
+    r"^\[ +(?P<word>OK|FAILED|SKIPPED) +\] (?P<id>[^\s,]+)(?:, where .*)? \(\d+ ms\)$"
+)
+_GTEST_DISABLED = re.compile(r"YOU HAVE (?P<count>\d+) DISABLED TESTS?")
+
+
+def googletest_truth(log: str, listing: str) -> dict[str, list[dict[str, Any]]]:
+    """Tests from GoogleTest's console: each ``[ RUN      ] Suite.Test`` ends with ``[       OK ]``,
+    ``[  FAILED  ]`` or ``[  SKIPPED ]`` and a time (the summary lines after the run carry no
+    time and are not read). A disabled test is never run: its name comes from
+    ``--gtest_list_tests`` (a ``DISABLED_`` suite or test name) and the count from the console's
+    ``YOU HAVE N DISABLED TESTS``. The key is ``Suite::Test`` (the XML's classname::name); a
+    repeated run (``--gtest_repeat``) would add attempts to the same key."""
+    tests: dict[str, list[dict[str, Any]]] = {}
+    running = None
+    for line in log.splitlines():
+        started = _GTEST_RUN.match(line)
+        if started:
+            running = started["id"]
+            continue
+        ended = _GTEST_END.match(line)
+        if ended and ended["id"] == running:
+            suite, name = running.split(".", 1)
+            outcome = {"OK": "pass", "FAILED": "fail", "SKIPPED": "skip"}[ended["word"]]
+            # each --gtest_repeat iteration is a run of its own, not a rerun of a failure
+            tests.setdefault(f"{suite}::{name}", []).append(
+                {"outcome": outcome, "word": ended["word"]}
+            )
+            running = None
+    disabled = []
+    suite = ""
+    for line in listing.splitlines():
+        if not line.startswith(" ") and line.endswith("."):
+            suite = line[:-1]
+        elif line.startswith("  ") and suite:
+            name = line.split("#")[0].strip()
+            if suite.startswith("DISABLED_") or name.startswith("DISABLED_"):
+                disabled.append(f"{suite}::{name}")
+    counted = _GTEST_DISABLED.search(log)
+    if len(disabled) != (int(counted["count"]) if counted else 0):
+        sys.exit(f"gtest: {len(disabled)} DISABLED_ names listed, console says {counted}")
+    for case in disabled:
+        tests[case] = [{"outcome": "skip", "word": "DISABLED"}]
+    return tests
+
+
+GTEST_SHAPES = {
+    "googletest-same-name": "SAME_NAME",
+    "googletest-param": "PARAM",
+    "googletest-disabled": "DISABLED",
+    "googletest-disabled-suite": "DISABLED_SUITE",
+    "googletest-skip": "SKIP",
+    "googletest-repeat": "REPEAT",
+}
+"""One pair per shape of sources/googletest (chosen with -D at compile time)."""
+
+
+GTEST_LINK = ("-lgtest", "-lgtest_main", "-pthread")
+
+
+def make_googletest(pair_name: str, shape: str) -> None:
+    pair, project = _producer_pair(pair_name)
+    version = "googletest " + _dpkg_version("libgtest-dev")
+    sides = {}
+    for side in ("baseline", "current"):
+        _place(project, SOURCES / "googletest" / side)
+        _run(
+            ["g++", f"-D{shape}", "-o", "calc_test", "calc_test.cc", *GTEST_LINK],
+            project,
+        )
+        repeat = ["--gtest_repeat=2"] if shape == "REPEAT" else []
+        log = _run(["./calc_test", f"--gtest_output=xml:{side}.xml", *repeat], project)
+        listing = _run(["./calc_test", "--gtest_list_tests"], project)
+        shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
+        (pair / f"{side}.log").write_text(
+            _plain(log + "\n$ --gtest_list_tests\n" + listing, project)
+        )
+        sides[side] = googletest_truth(log, listing)
+    shown_repeat = " --gtest_repeat=2" if shape == "REPEAT" else ""
+    command = (
+        f"g++ -D{shape} calc_test.cc -lgtest -lgtest_main -pthread;"
+        f" ./calc_test --gtest_output=xml:SIDE.xml{shown_repeat} (and --gtest_list_tests)"
+    )
+    write_truth(pair, "googletest", version, command, sides)
+
+
+def _dpkg_version(package: str) -> str:
+    return _run(["dpkg-query", "-W", "-f", "${Version}", package], HERE).strip()
+
+
+# Catch2 ----------------------------------------------------------------------------------------
+
+_CATCH_RULE = "-" * 79
+_CATCH_RESULT = re.compile(r"^\S+:\d+: (?P<word>PASSED|FAILED)(?: - but was ok)?:")
+
+
+def catch2_truth(log: str, listing: str) -> dict[str, list[dict[str, Any]]]:
+    """Test cases (and each leaf SECTION path, which Catch2 runs as its own pass through the
+    test case) from the console reporter with ``-s``: a block opens with the test case name and
+    its indented section names between two rules of dashes, then every assertion as
+    ``file:line: PASSED:`` or ``FAILED:``. The tags come from ``--list-tests``: a failing
+    ``[!mayfail]``/``[!shouldfail]`` case is "failed as expected" (skip, like pytest's XFAIL),
+    a ``[!shouldfail]`` case whose assertions all pass is a failure (Catch2 counts it failed).
+    The key is the test case name, with ``/section`` appended per section, as Catch2's JUnit
+    reporter names it."""
+    lines = log.splitlines()
+    found: dict[str, list[str]] = {}
+    order: list[str] = []
+    index = 0
+    current = None
+    while index < len(lines):
+        if lines[index] == _CATCH_RULE:
+            end = lines.index(_CATCH_RULE, index + 1)
+            header = [line.strip() for line in lines[index + 1 : end]]
+            current = "/".join(header)
+            if current not in found:
+                found[current] = []
+                order.append(current)
+            index = end + 1
+            continue
+        result = _CATCH_RESULT.match(lines[index])
+        if result and current is not None:
+            found[current].append(result["word"])
+        index += 1
+    tags: dict[str, str] = {}
+    listed = listing.splitlines()
+    for at, line in enumerate(listed):
+        if line.startswith("  ") and not line.startswith("   ") and at + 1 < len(listed):
+            tags[line.strip()] = listed[at + 1].strip()
+    tests: dict[str, list[dict[str, Any]]] = {}
+    for case in order:
+        failed = "FAILED" in found[case]
+        tag = tags.get(case.split("/")[0], "")
+        if "[!shouldfail]" in tag:
+            outcome, word = ("skip", "failed as expected") if failed else ("fail", "passed")
+        elif "[!mayfail]" in tag and failed:
+            outcome, word = "skip", "failed as expected"
+        else:
+            outcome, word = ("fail", "failed") if failed else ("pass", "passed")
+        tests[case] = [{"outcome": outcome, "word": word, "tags": tag}]
+    return tests
+
+
+def make_catch2() -> None:
+    pair, project = _producer_pair("catch2")
+    sides = {}
+    version = ""
+    for side in ("baseline", "current"):
+        _place(project, SOURCES / "catch2" / side)
+        _run(["g++", "-o", "calc_test", "calc_test.cpp"], project)
+        # the same binary name on both sides: Catch2's classname is "<binary>.global"
+        _run(["./calc_test", "-r", "junit", "-o", f"{side}.xml"], project, any_failures=True)
+        log = _run(["./calc_test", "-s"], project, any_failures=True)
+        listing = _run(["./calc_test", "--list-tests"], project, any_failures=True)
+        version = re.search(r"Catch v(\S+)", log)[1]  # type: ignore[index]
+        shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
+        (pair / f"{side}.log").write_text(_plain(log + "\n$ --list-tests\n" + listing, project))
+        sides[side] = catch2_truth(log, listing)
+    command = "./calc_test -r junit -o SIDE.xml (truth: ./calc_test -s, ./calc_test --list-tests)"
+    write_truth(
+        pair,
+        "catch2",
+        f"Catch2 {version} (Debian catch2 {_dpkg_version('catch2')})",
+        command,
+        sides,
+    )
+
+
+# RSpec + rspec_junit_formatter ------------------------------------------------------------------
+
+
+def make_rspec() -> None:
+    pair, project = _producer_pair("rspec")
+    sides = {}
+    for side in ("baseline", "current"):
+        _place(project, SOURCES / "rspec" / side)
+        log = _run(
+            [
+                "rspec",
+                "--order",
+                "defined",
+                "--format",
+                "RspecJunitFormatter",
+                "--out",
+                f"{side}.xml",
+                "--format",
+                "documentation",
+                "--format",
+                "json",
+                "--out",
+                f"{side}.json",
+            ],
+            project,
+        )
+        xml = (project / f"{side}.xml").read_text()
+        host = socket.gethostname()
+        (pair / f"{side}.xml").write_text(xml.replace(f'hostname="{host}"', 'hostname="HOST"'))
+        report = json.loads((project / f"{side}.json").read_text())
+        summary = [
+            {
+                key: example[key]
+                for key in ("id", "full_description", "status", "file_path", "line_number")
+            }
+            for example in report["examples"]
+        ]
+        (pair / f"{side}.json").write_text(json.dumps({"examples": summary}, indent=1) + "\n")
+        (pair / f"{side}.log").write_text(_plain(log, project))
+        tests: dict[str, list[dict[str, Any]]] = {}
+        for example in summary:
+            outcome = {"passed": "pass", "failed": "fail"}.get(example["status"], "skip")
+            case = f"{example['file_path']}::{example['full_description']}"
+            tests[_numbered(tests, case)] = [
+                {"outcome": outcome, "status": example["status"], "rspec_id": example["id"]}
+            ]
+        sides[side] = tests
+    version = _run(["rspec", "--version"], HERE).split("\n")
+    formatter = _dpkg_version("ruby-rspec-junit-formatter")
+    write_truth(
+        pair,
+        "rspec + rspec_junit_formatter",
+        f"{' '.join(version[1].split()[1:]) if len(version) > 1 else version[0]}"
+        f" ({version[0].strip()}), rspec_junit_formatter {formatter}",
+        "rspec --order defined --format RspecJunitFormatter --out SIDE.xml"
+        " --format documentation --format json --out SIDE.json",
+        sides,
+    )
+
+
+# Robot Framework ---------------------------------------------------------------------------------
+
+
+def robot_truth(*outputs: Path) -> dict[str, list[dict[str, Any]]]:
+    """Tests from Robot's own output.xml (each ``<test>``'s own ``<status>``), one file per run:
+    a later file (``--rerunfailed``) adds a rerun attempt. The key is ``suite::test`` (the xunit
+    classname::name); two tests of one name in one suite are ``name #2`` in document order."""
+    import xml.etree.ElementTree as ET
+
+    tests: dict[str, list[dict[str, Any]]] = {}
+    for number, output in enumerate(outputs):
+        seen: dict[str, list[dict[str, Any]]] = {}
+        for suite in ET.parse(output).iter("suite"):
+            for test in suite.findall("test"):
+                status = test.find("status")
+                assert status is not None
+                word = status.get("status", "")
+                outcome = {"PASS": "pass", "FAIL": "fail"}.get(word, "skip")
+                key = _numbered(seen, f"{suite.get('name')}::{test.get('name')}")
+                seen[key] = []
+                tests.setdefault(key, []).append(
+                    {
+                        "outcome": outcome,
+                        "word": word,
+                        "robot_id": test.get("id"),
+                        "rerun": number > 0,
+                    }
+                )
+    return tests
+
+
+def make_robot(robot_bin: Path) -> None:
+    pair, project = _producer_pair("robot")
+    sides = {}
+    for side in ("baseline", "current"):
+        _place(project, SOURCES / "robot" / side)
+        log = _run(
+            [
+                str(robot_bin / "robot"),
+                "--xunit",
+                f"{side}.xml",
+                "--output",
+                f"{side}-output.xml",
+                "--log",
+                "NONE",
+                "--report",
+                "NONE",
+                "checks.robot",
+            ],
+            project,
+            any_failures=True,
+        )
+        shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
+        (pair / f"{side}.log").write_text(_plain(log, project))
+        sides[side] = robot_truth(project / f"{side}-output.xml")
+        _robot_statuses(pair / f"{side}.json", project / f"{side}-output.xml")
+    version = _robot_version(robot_bin)
+    write_truth(
+        pair,
+        "robot --xunit",
+        version,
+        "robot --xunit SIDE.xml --output SIDE-output.xml checks.robot",
+        sides,
+    )
+
+
+def _robot_statuses(target: Path, *outputs: Path) -> None:
+    """Each output.xml's tests as Robot wrote them (suite, id, name, own status and message),
+    kept beside the pair: the truth is read from these files, which are too large to keep."""
+    import xml.etree.ElementTree as ET
+
+    kept: dict[str, list[dict[str, str | None]]] = {}
+    for output in outputs:
+        rows = kept.setdefault(output.name, [])
+        for suite in ET.parse(output).iter("suite"):
+            for test in suite.findall("test"):
+                status = test.find("status")
+                assert status is not None
+                rows.append(
+                    {
+                        "suite": suite.get("name"),
+                        "id": test.get("id"),
+                        "name": test.get("name"),
+                        "status": status.get("status"),
+                        "message": status.text,
+                    }
+                )
+    target.write_text(json.dumps(kept, indent=1) + "\n")
+
+
+def _robot_version(robot_bin: Path) -> str:
+    """``robot --version`` prints ``Robot Framework 7.5 (Python ...)`` and exits 251."""
+    done = subprocess.run(
+        [str(robot_bin / "robot"), "--version"], capture_output=True, text=True, check=False
+    )
+    return done.stdout.split(" (")[0].strip()
+
+
+def make_robot_rerun(robot_bin: Path) -> None:
+    pair, project = _producer_pair("robot-rerun")
+    robot, rebot = str(robot_bin / "robot"), str(robot_bin / "rebot")
+    quiet = ["--log", "NONE", "--report", "NONE"]
+    sides = {}
+    for side in ("baseline", "current"):
+        _place(project, SOURCES / "robot-rerun" / side)
+        log = _run(
+            [robot, "--output", "first.xml", *quiet, "checks.robot"], project, any_failures=True
+        )
+        outputs = [project / "first.xml"]
+        if "0 failed" not in log:
+            log += _run(
+                [
+                    robot,
+                    "--rerunfailed",
+                    "first.xml",
+                    "--output",
+                    "rerun.xml",
+                    *quiet,
+                    "checks.robot",
+                ],
+                project,
+                any_failures=True,
+            )
+            outputs.append(project / "rerun.xml")
+        log += _run(
+            [
+                rebot,
+                "--merge",
+                "--xunit",
+                f"{side}.xml",
+                "--output",
+                "merged.xml",
+                *quiet,
+                *(path.name for path in outputs),
+            ],
+            project,
+            any_failures=True,
+        )
+        shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
+        (pair / f"{side}.log").write_text(_plain(log, project))
+        sides[side] = robot_truth(*outputs)
+        _robot_statuses(pair / f"{side}.json", *outputs)
+    version = _robot_version(robot_bin)
+    write_truth(
+        pair,
+        "robot --rerunfailed + rebot --merge --xunit",
+        version,
+        "robot --output first.xml; robot --rerunfailed first.xml --output rerun.xml (if any"
+        " failed); rebot --merge --xunit SIDE.xml first.xml [rerun.xml]",
+        sides,
+    )
+
+
+# Playwright Test ----------------------------------------------------------------------------------
+
+
+def playwright_truth(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Tests from Playwright's json reporter: every spec's ``tests[]`` (one per project) with its
+    ``results[]`` (one per try; ``retry`` > 0 is a rerun). A try whose status is the expected
+    one passes, except under ``test.fail()`` (``expectedStatus`` failed), where an expected
+    failure is a skip (like pytest's XFAIL) and a pass is a failure. The key is
+    ``project::file::describe › title`` (the project is the JUnit testsuite's hostname)."""
+    tests: dict[str, list[dict[str, Any]]] = {}
+
+    def walk(suite: dict[str, Any], titles: list[str]) -> None:
+        for spec in suite.get("specs", []):
+            for test in spec["tests"]:
+                case = "::".join(
+                    [test["projectName"], spec["file"], " › ".join([*titles, spec["title"]])]
+                )
+                attempts = []
+                for result in test["results"]:
+                    status, expected = result["status"], test["expectedStatus"]
+                    if status == "skipped":
+                        outcome = "skip"
+                    elif expected == "failed":
+                        outcome = "skip" if status == "failed" else "fail"
+                    else:
+                        outcome = "pass" if status == "passed" else "fail"
+                    attempts.append(
+                        {
+                            "outcome": outcome,
+                            "status": status,
+                            "expected": expected,
+                            "rerun": result["retry"] > 0,
+                        }
+                    )
+                tests[_numbered(tests, case)] = attempts
+        for child in suite.get("suites", []):
+            walk(child, [*titles, child["title"]])
+
+    for suite in report["suites"]:
+        walk(suite, [])
+    return tests
+
+
+def _playwright_summary(report: dict[str, Any]) -> Any:
+    """The verdict part of Playwright's json report: suites, specs, each project's test with its
+    expected status and every try's status and retry (errors, output and times left out)."""
+
+    def suite(node: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "title": node["title"],
+            "specs": [
+                {
+                    "title": spec["title"],
+                    "file": spec["file"],
+                    "tests": [
+                        {
+                            "projectName": test["projectName"],
+                            "expectedStatus": test["expectedStatus"],
+                            "status": test["status"],
+                            "results": [
+                                {"retry": r["retry"], "status": r["status"]}
+                                for r in test["results"]
+                            ],
+                        }
+                        for test in spec["tests"]
+                    ],
+                }
+                for spec in node.get("specs", [])
+            ],
+            "suites": [suite(child) for child in node.get("suites", [])],
+        }
+
+    return {"suites": [suite(node) for node in report["suites"]], "stats": report["stats"]}
+
+
+def make_playwright(modules: Path, pair_name: str) -> None:
+    pair, project = _producer_pair(pair_name)
+    (project / "package.json").write_text('{"name": "corpus", "private": true, "type": "module"}\n')
+    (project / "node_modules").symlink_to(modules)
+    sides = {}
+    for side in ("baseline", "current"):
+        _place(project, SOURCES / pair_name / side)
+        config = project / "playwright.config.mjs"
+        config.write_text(config.read_text().replace("SIDE", side))
+        log = _run(
+            [str(modules / ".bin" / "playwright"), "test"],
+            project,
+            {"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"},
+        )
+        shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
+        report = json.loads((project / f"{side}.json").read_text())
+        tests = playwright_truth(report)
+        (pair / f"{side}.json").write_text(json.dumps(_playwright_summary(report), indent=1) + "\n")
+        (pair / f"{side}.log").write_text(_plain(log, project))
+        sides[side] = tests
+    version = _npm_version(modules, "@playwright/test")
+    write_truth(
+        pair,
+        "playwright test (junit reporter)",
+        version,
+        "playwright test (reporters junit, json, list in playwright.config.mjs)",
+        sides,
+    )
+
+
+# PHPUnit ----------------------------------------------------------------------------------------
+
+_TEAMCITY = re.compile(r"^##teamcity\[(?P<event>test\w+) name='(?P<name>(?:[^'|]|\|.)*)'")
+
+
+def phpunit_truth(log: str) -> dict[str, list[dict[str, Any]]]:
+    """Tests from PHPUnit's ``--teamcity`` events: ``testSuiteStarted`` names the class (and,
+    for a data provider, the method), ``testStarted``/``testFailed``/``testIgnored``/
+    ``testFinished`` one test. The key is ``Class::method with data set #N`` (the JUnit
+    classname::name)."""
+    tests: dict[str, list[dict[str, Any]]] = {}
+    classes: list[str] = []
+    for line in log.splitlines():
+        match = _TEAMCITY.match(line)
+        if match is None:
+            continue
+        event, name = match["event"], match["name"]
+        if event == "testSuiteStarted":
+            classes.append(name)
+        elif event == "testSuiteFinished":
+            classes.pop()
+        elif event == "testStarted":
+            owner = next(
+                c
+                for c in reversed(classes)
+                if "/" not in c
+                and "::" not in c
+                and not name.startswith(c + " ")
+                and c != name.split(" with ")[0]
+            )
+            tests[f"{owner}::{name}"] = [{"outcome": "pass", "event": "testFinished"}]
+        elif event in ("testFailed", "testIgnored"):
+            key = next(k for k in reversed(list(tests)) if k.endswith(f"::{name}"))
+            outcome = "fail" if event == "testFailed" else "skip"
+            tests[key] = [{"outcome": outcome, "event": event}]
+    return tests
+
+
+def make_phpunit() -> None:
+    pair, project = _producer_pair("phpunit")
+    sides = {}
+    for side in ("baseline", "current"):
+        _place(project, SOURCES / "phpunit" / side)
+        log = _run(["phpunit", "--log-junit", f"{side}.xml", "--teamcity", "tests"], project)
+        shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
+        (pair / f"{side}.log").write_text(_plain(log, project))
+        sides[side] = phpunit_truth(log)
+    version = _run(["phpunit", "--version"], HERE).split(" by ")[0].strip()
+    write_truth(
+        pair, "phpunit --log-junit", version, "phpunit --log-junit SIDE.xml --teamcity tests", sides
+    )
+
+
+# cargo libtest ----------------------------------------------------------------------------------
+
+_CARGO_RUNNING = re.compile(r"^\s+(?:Running (?:unittests )?(?P<src>\S+)|Doc-tests (?P<doc>\S+))")
+_CARGO_TEST = re.compile(r"^test (?P<path>\S+) \.\.\. (?P<word>ok|FAILED|ignored)")
+
+
+def cargo_truth(log: str, crate: str) -> dict[str, list[dict[str, Any]]]:
+    """Tests from plain ``cargo test`` output: ``Running unittests src/lib.rs (...)`` or
+    ``Running tests/payouts.rs (...)`` opens a test binary, ``test path ... ok|FAILED|ignored``
+    is one test. The key is ``binary::path`` (the crate's name for its unit tests, the file stem
+    of an integration test); libtest's JUnit names both integration binaries ``integration``."""
+    tests: dict[str, list[dict[str, Any]]] = {}
+    binary = ""
+    for line in log.splitlines():
+        opened = _CARGO_RUNNING.match(line)
+        if opened:
+            source = opened["src"] or ""
+            binary = crate if source.startswith("src/") or opened["doc"] else Path(source).stem
+            continue
+        found = _CARGO_TEST.match(line)
+        if found:
+            outcome = {"ok": "pass", "FAILED": "fail", "ignored": "skip"}[found["word"]]
+            tests[f"{binary}::{found['path']}"] = [{"outcome": outcome, "word": found["word"]}]
+    return tests
+
+
+def make_cargo() -> None:
+    pair, project = _producer_pair("cargo-libtest")
+    sides = {}
+    for side in ("baseline", "current"):
+        _place(project, SOURCES / "cargo-libtest" / side)
+        # one target folder per side: the copied sources keep their times, which cargo compares
+        env = {
+            "CARGO_TARGET_DIR": str(WORK / f"cargo-target-{side}"),
+            "RUST_BACKTRACE": "0",
+            "CARGO_TERM_COLOR": "never",
+        }
+        done = subprocess.run(
+            [
+                "cargo",
+                "test",
+                "--offline",
+                "--no-fail-fast",
+                "--",
+                "-Z",
+                "unstable-options",
+                "--format",
+                "junit",
+            ],
+            cwd=project,
+            env={**os.environ, **env, "RUSTC_BOOTSTRAP": "1"},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if done.returncode not in (0, 101):
+            sys.exit(f"cargo exited {done.returncode}:\n{done.stderr}")
+        (pair / f"{side}.xml").write_text(done.stdout)
+        plain = subprocess.run(
+            ["cargo", "test", "--offline", "--no-fail-fast"],
+            cwd=project,
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        # cargo writes "Running" to stderr and the tests' lines to stdout: interleave by binary
+        log = _cargo_interleave(plain.stderr, plain.stdout)
+        (pair / f"{side}.log").write_text(_plain(log, project))
+        sides[side] = cargo_truth(log, "ledger")
+    version = _run(["cargo", "--version"], HERE).strip()
+    rustc = _run(["rustc", "--version"], HERE).strip()
+    write_truth(
+        pair,
+        "cargo test (libtest --format junit)",
+        f"{version}, {rustc}",
+        "RUSTC_BOOTSTRAP=1 cargo test --offline --no-fail-fast -- -Z unstable-options"
+        " --format junit > SIDE.xml (truth: cargo test --offline --no-fail-fast)",
+        sides,
+    )
+
+
+def _cargo_interleave(stderr: str, stdout: str) -> str:
+    """cargo's ``Running`` lines (stderr) beside each binary's output (stdout): libtest starts
+    each binary's output with ``running N tests``, in the order cargo ran them."""
+    runs = [line for line in stderr.splitlines() if _CARGO_RUNNING.match(line)]
+    blocks = re.split(r"(?m)^(?=running \d+ tests?$)", stdout)
+    blocks = [block for block in blocks if block.startswith("running ")]
+    if len(runs) != len(blocks):
+        sys.exit(f"cargo: {len(runs)} binaries on stderr, {len(blocks)} on stdout")
+    return "".join(f"{run}\n{block}" for run, block in zip(runs, blocks, strict=True))
+
+
+# gotestsum ----------------------------------------------------------------------------------------
+
+
+def gotest_truth(events: str) -> dict[str, list[dict[str, Any]]]:
+    """Tests from ``go test -json`` events (gotestsum's ``--jsonfile``, every run including the
+    ``--rerun-fails`` reruns): each ``pass``/``fail``/``skip`` action with a ``Test`` is one
+    attempt; a later one of the same test is a rerun. The key is ``package::Test`` (gotestsum's
+    JUnit classname::name; subtests are ``Test/sub``)."""
+    tests: dict[str, list[dict[str, Any]]] = {}
+    for line in events.splitlines():
+        event = json.loads(line)
+        if event.get("Test") and event["Action"] in ("pass", "fail", "skip"):
+            key = f"{event['Package']}::{event['Test']}"
+            outcome = {"pass": "pass", "fail": "fail", "skip": "skip"}[event["Action"]]
+            tests.setdefault(key, []).append(
+                {"outcome": outcome, "action": event["Action"], "rerun": key in tests}
+            )
+    return tests
+
+
+def make_gotestsum(pair_name: str, rerun: bool) -> None:
+    pair, project = _producer_pair(pair_name)
+    env = {
+        "GOCACHE": str(WORK / "gocache"),
+        "GOPATH": str(WORK / "gopath"),
+        "GOFLAGS": "-mod=mod",
+        "GOPROXY": "off",
+        "GOTOOLCHAIN": "local",
+    }
+    sides = {}
+    for side in ("baseline", "current"):
+        _place(project, SOURCES / pair_name / side)
+        command = ["gotestsum", "--junitfile", f"{side}.xml", "--jsonfile", f"{side}.json"]
+        if rerun:
+            command += ["--rerun-fails=2", "--packages", "./...", "--", "-count=1"]
+        else:
+            command += ["--", "-count=1", "./..."]
+        log = _run(command, project, env)
+        shutil.copyfile(project / f"{side}.xml", pair / f"{side}.xml")
+        (pair / f"{side}.log").write_text(_plain(log, project))
+        events = (project / f"{side}.json").read_text()
+        (pair / f"{side}.jsonl").write_text(_plain(events, project))
+        sides[side] = gotest_truth(events)
+    go = _run(["go", "version"], HERE).strip()
+    version = f"gotestsum {_dpkg_version('gotestsum')} (its --version says dev), {go}"
+    shown = " ".join(
+        ["gotestsum", "--junitfile", "SIDE.xml", "--jsonfile", "SIDE.json", *command[5:]]
+    )
+    write_truth(pair, "gotestsum --junitfile", version, shown, sides)
+
+
 def _plain(text: str, project: Path) -> str:
     return text.replace(str(project), "<project>")
 
@@ -624,7 +1338,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "tool",
-        choices=["pytest", "pytest-rerunfailures", "node", "jest", "vitest", "mocha", "ctest"],
+        choices=[
+            "pytest",
+            "pytest-rerunfailures",
+            "node",
+            "jest",
+            "vitest",
+            "mocha",
+            "ctest",
+            *NEW_PRODUCERS,
+        ],
     )
     parser.add_argument(
         "--python", default=sys.executable, help="a Python with pytest (and the plugin)"
@@ -635,8 +1358,23 @@ def main() -> None:
         default=HERE / ".tools" / "node_modules",
         help="node_modules holding jest, jest-junit, vitest, mocha, mocha-junit-reporter",
     )
+    parser.add_argument(
+        "--robot-bin",
+        type=Path,
+        default=Path("/tmp/junit-tools/robot/bin"),
+        help="the bin folder of a venv holding robotframework (robot, rebot)",
+    )
+    parser.add_argument(
+        "--playwright-modules",
+        type=Path,
+        default=Path("/tmp/junit-tools/pw/node_modules"),
+        help="node_modules holding @playwright/test",
+    )
     args = parser.parse_args()
     (SOURCES / "empty").mkdir(exist_ok=True)
+    if args.tool in NEW_PRODUCERS:
+        NEW_PRODUCERS[args.tool](args)
+        return
     if args.tool == "pytest":
         make_pytest(args.python, "pytest", [])
         make_pytest(args.python, "pytest-teardown", [], "pytest-teardown")
@@ -658,6 +1396,25 @@ def main() -> None:
     else:
         make_mocha(args.node_modules.resolve())
         make_mocha(args.node_modules.resolve(), "mocha-hook", hook=True)
+
+
+NEW_PRODUCERS: dict[str, Any] = {
+    "googletest": lambda args: [make_googletest(p, s) for p, s in GTEST_SHAPES.items()],
+    "catch2": lambda args: make_catch2(),
+    "rspec": lambda args: make_rspec(),
+    "robot": lambda args: (make_robot(args.robot_bin), make_robot_rerun(args.robot_bin)),
+    "playwright": lambda args: [
+        make_playwright(args.playwright_modules.resolve(), p)
+        for p in ("playwright", "playwright-retries")
+    ],
+    "phpunit": lambda args: make_phpunit(),
+    "cargo-libtest": lambda args: make_cargo(),
+    "gotestsum": lambda args: (
+        make_gotestsum("gotestsum", rerun=False),
+        make_gotestsum("gotestsum-rerun", rerun=True),
+    ),
+}
+"""The CLI name of each producer added for issue 23 and what it makes (pairs in producers/)."""
 
 
 def _scrub_machine_paths() -> None:

@@ -1,0 +1,8 @@
+// Three projects (a new one placed first) run the same test file (no browser: the tests are pure logic).
+import { defineConfig } from "@playwright/test";
+
+export default defineConfig({
+  testDir: "./tests",
+  reporter: [["junit", { outputFile: "SIDE.xml" }], ["json", { outputFile: "SIDE.json" }], ["list"]],
+  projects: [{ name: "smoke" }, { name: "api" }, { name: "unit" }],
+});
