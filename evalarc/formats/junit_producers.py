@@ -554,6 +554,11 @@ def base_id(producer: str, context: Context, name: str) -> str:
         # Playwright keeps the project only as the suite's hostname.
         project = f"[{context.project}] " if context.project else ""
         return f"{project}{default_id(context, name)}"
+    if producer == "googletest" and context.suite_path:
+        # GoogleTest's suite is the test's own suite (``TEST(Suite, Name)``): its name, not the
+        # classname written beside it, is the id's owner, so a same-named test under another
+        # suite element is never this test (equal in every file GoogleTest writes).
+        return f"{context.suite_path[-1]}::{name}"
     if producer in ("jest-junit", "mocha-junit-reporter", "ctest"):
         if producer == "jest-junit" and context.classname not in ("", name):
             return f"{context.classname}::{name}"
@@ -561,7 +566,9 @@ def base_id(producer: str, context: Context, name: str) -> str:
     return default_id(context, name)
 
 
-_OWN_RULES = frozenset({"node", "jest-junit", "mocha-junit-reporter", "ctest", "playwright"})
+_OWN_RULES = frozenset(
+    {"node", "jest-junit", "mocha-junit-reporter", "ctest", "playwright", "googletest"}
+)
 """Producers whose case id is not :func:`default_id`."""
 
 
