@@ -43,6 +43,7 @@ from evalarc.bundle import (
     is_active,
     load_report_head,
     load_report_json,
+    private_reads,
     scan_tree,
     shown_name,
 )
@@ -201,6 +202,13 @@ def is_process_record(params_document: dict[str, Any], name: str) -> bool:
 
 
 def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderVerdict:
+    """Apply the rule of a verified folder (module docstring) to the report folder ``evidence``,
+    each file opened once and parsed from the bytes hashed (:func:`private_reads`)."""
+    with private_reads():
+        return _check_report_folder(evidence, site_bundle=site_bundle)
+
+
+def _check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderVerdict:
     """Apply the rule of a verified folder (module docstring) to the report folder ``evidence``.
 
     ``site_bundle``: the folder is a bundle of a site being built or verified; its page and

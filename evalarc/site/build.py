@@ -45,6 +45,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     EvidenceFolder,
     load_report_json,
+    private_reads,
     scan_tree,
     staged_folder,
     write_bytes,
@@ -596,7 +597,20 @@ def build_site(
 
     Nothing is written unless every report verifies and every page renders; ``output`` must
     not exist and may not lie inside an input."""
-    options = options or SiteOptions()
+    with private_reads():
+        return _build_site(inputs, output, options or SiteOptions(), docs_dir, on_report)
+
+
+def _build_site(
+    inputs: Sequence[Path],
+    output: Path,
+    options: SiteOptions,
+    docs_dir: Path | None,
+    on_report: Callable[[str], None] | None,
+) -> BuiltSite:
+    """:func:`build_site` inside one :func:`private_reads`: each copied bundle file is read once
+    by the verification and the page, from a private copy of the bytes it hashed (the bundle is
+    itself a copy in the 0700 staging folder, which is what is published)."""
     options.validate()
     sources = discover_reports(inputs)
     docs = doc_sources(docs_dir) if docs_dir is not None else []

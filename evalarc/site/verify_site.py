@@ -28,7 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalarc.bundle import MAX_TREE_DEPTH, EvidenceFolder, load_report_json, scan_tree, shown_name
+from evalarc.bundle import (
+    MAX_TREE_DEPTH,
+    EvidenceFolder,
+    load_report_json,
+    private_reads,
+    scan_tree,
+    shown_name,
+)
 from evalarc.canonical import sha256_bytes
 from evalarc.errors import EvalArcError, VerificationError
 from evalarc.pages.case_views import CHUNK_DIR
@@ -175,6 +182,13 @@ def _docs(manifest: Mapping[str, Any]) -> list[str]:
 
 
 def verify_site(root: Path) -> dict[str, Any]:
+    """Verify the site at ``root``; raise VerificationError naming the first bad file. Every
+    file is opened once and what is hashed is what is parsed (:func:`private_reads`)."""
+    with private_reads():
+        return _verify_site(root)
+
+
+def _verify_site(root: Path) -> dict[str, Any]:
     """Verify the site at ``root``; raise VerificationError naming the first bad file."""
     folder = EvidenceFolder(root)
     shown = str(root)
