@@ -23,12 +23,15 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalarc import schemas
 from evalarc.cancel import publishing, signals_held
 from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file, strict_loads
 from evalarc.errors import EvalArcError, InputError, OutputError, VerificationError
+
+if TYPE_CHECKING:
+    from evalarc.formats.model import Run
 
 PARAMS_SCHEMA = schemas.REPORT_PARAMS
 PARAMS_FILE = "params.json"
@@ -154,6 +157,24 @@ def write_bytes(path: Path, data: bytes) -> None:
 def params_document(kind: str, options: dict[str, JSONValue]) -> dict[str, JSONValue]:
     """The params.json object: schema, kind, then every option in the order given."""
     return {"schema_version": PARAMS_SCHEMA, "kind": kind, **options}
+
+
+def load_results_once(path: Path, fmt: str, threshold: float) -> tuple[Run, Path]:
+    """Read a user-given result file as :func:`evalarc.formats.load_results` does, from a
+    private copy made by opening it once (inside an active :func:`private_reads`): the run is
+    parsed from exactly the bytes its ``source.sha256`` names, which are the bytes a report
+    folder then copies (the returned path). Anything but a regular file is left to the reader,
+    which refuses it with its own message."""
+    from evalarc.formats import load_results
+    from evalarc.formats.load import MAX_RESULT_BYTES
+
+    if path.is_symlink() or not path.is_file():
+        return load_results(path, fmt, threshold), path
+    copy, _record = private_copy(path, MAX_RESULT_BYTES)
+    try:
+        return load_results(copy, fmt, threshold), copy
+    except EvalArcError as error:
+        raise shown_as(error, copy, str(path)) from None
 
 
 # --------------------------------------------------------------------------- reading
