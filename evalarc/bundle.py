@@ -600,30 +600,66 @@ MAX_TREE_DEPTH = 32
 """Folders a received report folder or site may nest (a pack's candidate is a few deep)."""
 MAX_FOLDER_FILES = 20_000
 MAX_FOLDER_BYTES = 2 * 1024 * 1024 * 1024
-ACTIVE_SUFFIXES = frozenset(
-    {
-        ".html",
-        ".htm",
-        ".xhtml",
-        ".xht",
-        ".shtml",
-        ".svg",
-        ".svgz",
-        ".mht",
-        ".mhtml",
-        ".xsl",
-        ".xslt",
-        ".xml",
-        ".rdf",
-        ".xul",
-        ".swf",
-        ".pdf",
-        ".appcache",
-        ".webmanifest",
-    }
-)
-"""Documents a browser runs script in when opened directly: EvalArc writes only its own pages
-(``index.html`` and the docs' ``.html``), so any other file of these types is refused."""
+HELD_SUFFIXES: dict[str, str] = {
+    ".json": "application/json",
+    ".jsonl": "text/plain; charset=utf-8",
+    ".eval": "application/octet-stream",
+    ".md": "text/plain; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+    ".log": "text/plain; charset=utf-8",
+    ".diff": "text/plain; charset=utf-8",
+    ".patch": "text/plain; charset=utf-8",
+    ".toml": "text/plain; charset=utf-8",
+    ".yaml": "text/plain; charset=utf-8",
+    ".yml": "text/plain; charset=utf-8",
+    ".ini": "text/plain; charset=utf-8",
+    ".cfg": "text/plain; charset=utf-8",
+    ".lock": "text/plain; charset=utf-8",
+    ".csv": "text/plain; charset=utf-8",
+    ".py": "text/plain; charset=utf-8",
+    ".sh": "text/plain; charset=utf-8",
+    ".js": "text/plain; charset=utf-8",
+    ".mjs": "text/plain; charset=utf-8",
+    ".cjs": "text/plain; charset=utf-8",
+    ".ts": "text/plain; charset=utf-8",
+    "": "application/octet-stream",
+}
+"""The ALLOW-LIST of what a report folder or a site may hold besides EvalArc's own pages, by
+lowercased suffix (the last one: ``baseline.xml.txt`` is ``.txt``), with the type ``site serve``
+sends each as. A static host (GitHub Pages, S3, nginx) picks a file's type from its suffix, and
+about 180 suffixes map to HTML, XML, SVG or PDF, documents a browser runs script in (``.xsd``,
+``.rng``, ``.rss``, ``.atom``, ``.kml``, even ``.rs`` as ``application/rls-services+xml``);
+a deny-list of them is never complete. Every suffix here is data or source text that hosts
+serve as text, JSON, a script (never run unless a page loads it) or a download, so anything
+else, including ``.xml`` and ``.html`` not written by EvalArc, is refused by ``verify``,
+``site build`` and ``site check`` and not served by ``site serve``."""
+PAGE_SUFFIX = ".html"
+"""EvalArc's pages (a folder's ``index.html``, a site's index and docs pages): never kept as
+given, always rendered again and compared, then checked by :mod:`evalarc.site.check`."""
+
+
+def held_suffix(relative: str) -> str:
+    """The suffix that decides a file's type on a static host (lowercased, last one only)."""
+    return PurePosixPath(relative.lower()).suffix
+
+
+def is_active(relative: str) -> bool:
+    """Whether a file of this name may NOT be kept in a report folder or published in a site:
+    its suffix is outside :data:`HELD_SUFFIXES` (so a static host may serve it as a document a
+    browser runs script in, or as a type nobody has checked)."""
+    return held_suffix(relative) not in HELD_SUFFIXES
+
+
+def refused_type(name: str, relative: str | None = None) -> str:
+    """The one-line reason the file ``relative`` (default: ``name``), outside
+    :data:`HELD_SUFFIXES`, is refused; ``name`` is how the message shows it."""
+    suffix = held_suffix(name if relative is None else relative) or "(none)"
+    return (
+        f"{name} is not a file type a report folder or site may hold ({suffix}: only "
+        f"{', '.join(sorted(s for s in HELD_SUFFIXES if s))} or no suffix; a static host may "
+        "serve any other as a document a browser runs script in); EvalArc refuses to keep or "
+        "publish it"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -714,13 +750,6 @@ def has_unsafe_name(name: str) -> bool:
     from evalarc.terminal import has_unsafe_characters
 
     return has_unsafe_characters(name)
-
-
-def is_active(relative: str) -> bool:
-    """Whether a file of this name is a document a browser would run script in (a static host
-    such as GitHub Pages serves it by its suffix: ``.xml`` as XML, whose XHTML-namespace
-    ``<script>`` runs)."""
-    return PurePosixPath(relative.lower()).suffix in ACTIVE_SUFFIXES
 
 
 PASSIVE_COPY_SUFFIXES = frozenset({".json", ".eval", ".jsonl"})
