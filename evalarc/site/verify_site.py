@@ -50,23 +50,29 @@ from evalarc.site.build import (
     SITE_MANIFEST,
     SITE_SCHEMA,
     IndexEntry,
+    built_at_problem,
     decode_doc,
     doc_links,
     doc_title,
     render_bundle,
     render_doc,
     render_index,
+    title_problem,
 )
-from evalarc.site.check import check_page
+from evalarc.site.check import check_html
 
 SITE_SCOPE = (
-    "Every file is either a preserved input, bound by SHA-256 to the bundled report that names "
-    "it, or a file rendered again and compared byte for byte (report JSON, summaries, case "
-    "lines, failure lists, events, pages, manifests); nothing else is allowed. The hash binding "
-    "cannot prove that a preserved input is what the source tool wrote, only that the report "
-    "follows from it; the source tools' grading was not rerun and the inputs' origin is not "
-    "authenticated."
+    "Every file is a preserved input, bound by SHA-256 to the bundled report that names it, a "
+    "file rendered again and compared byte for byte (report JSON, summaries, case lines, failure "
+    "lists, events, pages, manifests), or a doc; nothing else is allowed. Docs are prose, not "
+    "recomputed: published as the builder wrote them (each page rendered again from its Markdown "
+    "and compared) and bound to no report; the site's title and build time are the builder's "
+    "words too, checked only for their form. The hash binding cannot prove that a preserved "
+    "input is what the source tool wrote, only that the report follows from it; the source "
+    "tools' grading was not rerun and the inputs' origin is not authenticated."
 )
+PROSE = "prose"
+"""The role of a site's docs (Markdown and its rendered page): prose, not recomputed."""
 MAX_SITE_FILES = 200_000
 MAX_SITE_BYTES = 16 * 1024 * 1024 * 1024
 """Apparent bytes a site may hold (each bundle is bounded more tightly by its own check)."""
@@ -206,8 +212,15 @@ def _verify_site(root: Path) -> dict[str, Any]:
     options = manifest.get("options")
     if not isinstance(options, dict):
         raise VerificationError(f"{SITE_MANIFEST}: options is not an object")
+    # Free text no report vouches for: held to the form the builder writes (site build.py).
     title = _text(options.get("title"), "options.title")
+    problem = title_problem(title)
+    if problem is not None:
+        raise VerificationError(f"{SITE_MANIFEST}: the title {problem}")
     built_at = _text(manifest.get("built_at"), "built_at")
+    problem = built_at_problem(built_at)
+    if problem is not None:
+        raise VerificationError(f"{SITE_MANIFEST}: built_at {problem}")
     reports = _reports(manifest)
     docs = _docs(manifest)
     loose = _file_table(manifest.get("files"), SITE_MANIFEST)
@@ -259,7 +272,7 @@ def _verify_site(root: Path) -> dict[str, Any]:
             findings.add(error.message)
             continue
         titles.append((name, doc_title(texts[name], name[:-3])))
-        roles[source] = {**folder.files_json()[source], "role": PRESERVED}
+        roles[source] = {**folder.files_json()[source], "role": PROSE}
     for name, text in texts.items():
         html = render_doc(text, title=doc_title(text, name[:-3]), docs=doc_links(titles, ""))
         page_name = f"{DOCS_DIR}/{name[:-3]}.html"
@@ -267,7 +280,7 @@ def _verify_site(root: Path) -> dict[str, Any]:
             findings.add(f"{page_name} differs from the page rendered from {DOCS_DIR}/{name}")
         else:
             pages.append(page_name)
-            roles[page_name] = {**folder.files_json()[page_name], "role": REGENERATED}
+            roles[page_name] = {**folder.files_json()[page_name], "role": PROSE}
 
     if len(entries) == len(reports) and len(texts) == len(docs):
         index = render_index(title, built_at, entries, doc_links(titles, f"{DOCS_DIR}/"))
@@ -280,7 +293,9 @@ def _verify_site(root: Path) -> dict[str, Any]:
     findings.raise_if_any()
     # Every page is now one EvalArc rendered; check each (links resolve, CSP holds).
     for page in sorted(pages):
-        for page_problem in check_page(folder.root / page, folder.root):
+        # The page as it was compared (its private copy), not the path read again.
+        text = folder.read_bytes(page).decode("utf-8")
+        for page_problem in check_html(text, page=folder.root / page, root=folder.root):
             findings.add(str(page_problem))
     findings.raise_if_any()
     manifest_data = folder.read_bytes(SITE_MANIFEST)
