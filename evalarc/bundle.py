@@ -229,7 +229,7 @@ class _PrivateReads:
             # No signal may land between creating the folder and owning its removal.
             with signals_held():
                 try:
-                    self.root = Path(tempfile.mkdtemp(prefix="evalarc-verify-"))
+                    self.root = Path(tempfile.mkdtemp(prefix="evalarc-private-"))
                 except OSError as error:
                     raise OutputError(
                         f"cannot create a temporary folder: {error.strerror or error}"
@@ -267,8 +267,9 @@ def private_reads() -> Iterator[None]:
     try:
         yield
     finally:
-        _READS.reset(token)
-        reads.remove()
+        with signals_held():
+            _READS.reset(token)
+            reads.remove()
 
 
 def _open_beneath(root: Path, parts: tuple[str, ...]) -> int:
