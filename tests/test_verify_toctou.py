@@ -21,9 +21,11 @@ import json
 import os
 import select
 import shutil
+import struct
 import sys
 import threading
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -181,3 +183,72 @@ def test_diff_output_copies_exactly_the_bytes_it_parsed(
         assert copy == (corpus / "inspect/capitals.current.json").read_bytes()
         verified = cli("verify", output, "--json")
         assert verified.exit_code == 0 and json.loads(verified.stdout)["passed"] is False
+
+
+IN_OPEN = 0x20
+IN_CLOSE = 0x08 | 0x10
+IN_ISDIR = 0x40000000
+
+
+def _opens_during(folders: list[Path], action: Callable[[], object]) -> Counter[str]:
+    """How many times each file directly inside ``folders`` was opened while ``action`` ran
+    (inotify ``IN_OPEN`` events on each folder, read after it returned)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_CLOEXEC | os.O_NONBLOCK)
+    assert fd >= 0
+    watches: dict[int, Path] = {}
+    try:
+        for folder in folders:
+            # Closes are watched too: the kernel merges an event identical to the one queued
+            # last, so two opens of a file in a row would otherwise count as one.
+            watch = libc.inotify_add_watch(fd, os.fsencode(folder), IN_OPEN | IN_CLOSE)
+            assert watch >= 0, os.strerror(ctypes.get_errno())
+            watches[watch] = folder
+        action()
+        counts: Counter[str] = Counter()
+        while True:
+            try:
+                data = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return counts
+            offset = 0
+            while offset < len(data):
+                watch, mask, _cookie, size = struct.unpack_from("iIII", data, offset)
+                name = data[offset + 16 : offset + 16 + size].rstrip(b"\0").decode()
+                offset += 16 + size
+                if name and mask & IN_OPEN and not mask & IN_ISDIR:
+                    counts[(watches[watch] / name).as_posix()] += 1
+    finally:
+        os.close(fd)
+
+
+def test_verify_opens_each_file_of_a_report_folder_once(
+    cli: Cli, corpus: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "diff"
+    _diff(
+        cli,
+        corpus / "inspect/capitals.baseline.json",
+        corpus / "inspect/capitals.current.json",
+        out,
+        1,
+    )
+    folders = [out, *(path for path in out.rglob("*") if path.is_dir())]
+    files = [path.as_posix() for path in out.rglob("*") if path.is_file()]
+    opens = _opens_during(folders, lambda: cli("verify", out))
+    assert sorted(opens) == sorted(files)
+    assert {name: count for name, count in opens.items() if count != 1} == {}
+
+
+def test_verify_opens_each_file_of_a_site_once(cli: Cli, corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "diff"
+    junit = corpus / "junit" / "pytest"
+    result = cli("diff", junit / "baseline.xml", junit / "current.xml", "--output", out)
+    assert result.exit_code in (0, 1)
+    site = tmp_path / "site"
+    assert cli("site", "build", out, "--output", site).exit_code == 0
+    folders = [site, *(path for path in site.rglob("*") if path.is_dir())]
+    files = [path.as_posix() for path in site.rglob("*") if path.is_file()]
+    opens = _opens_during(folders, lambda: cli("verify", site))
+    assert sorted(opens) == sorted(files)
+    assert {name: count for name, count in opens.items() if count != 1} == {}

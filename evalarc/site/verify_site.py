@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from evalarc.bundle import (
+    MAX_EVIDENCE_FILE_BYTES,
     MAX_TREE_DEPTH,
     EvidenceFolder,
     load_report_json,
+    private_copy,
     private_reads,
     scan_tree,
     shown_name,
@@ -85,11 +87,14 @@ _SCHEMA = re.compile(r"evalarc\.site\.v(\d+)")
 def is_site(path: Path) -> bool:
     """Whether ``path`` looks like a built site (a folder with a site ``manifest.json``)."""
     manifest = path / SITE_MANIFEST
-    if not path.is_dir() or not manifest.is_file():
+    if not path.is_dir() or manifest.is_symlink() or not manifest.is_file():
         return False
     try:
-        head = manifest.read_bytes()[:4096]
-    except OSError:
+        # Under private_reads (verify) this is the manifest's one read: verify_site reads the
+        # same private copy, so the file that decided "site" is the file verified as one.
+        with private_reads(), private_copy(manifest, MAX_EVIDENCE_FILE_BYTES)[0].open("rb") as f:
+            head = f.read(4096)
+    except (OSError, EvalArcError):
         return False
     return b'"evalarc.site.v' in head
 
