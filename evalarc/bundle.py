@@ -317,12 +317,15 @@ def private_copy(
     key = os.path.abspath(path)
     if key in reads.copies:
         return reads.copies[key]
-    absolute = Path(key)
+    # The folders on the way may be links (a user's path); the file itself may not.
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = _open_beneath(absolute.parent, (absolute.name,))
+        fd = os.open(key, flags | getattr(os, "O_NONBLOCK", 0))
     except OSError as failure:
+        if failure.errno == errno.ELOOP:
+            raise error(f"{path} is not a regular file") from None
         raise error(f"cannot read {path}: {failure.strerror or failure}") from None
-    return _copy_open(reads, key, fd, str(path), absolute.name, limit, error)
+    return _copy_open(reads, key, fd, str(path), Path(key).name, limit, error)
 
 
 def _copy_open(

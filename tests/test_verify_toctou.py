@@ -252,3 +252,20 @@ def test_verify_opens_each_file_of_a_site_once(cli: Cli, corpus: Path, tmp_path:
     opens = _opens_during(folders, lambda: cli("verify", site))
     assert sorted(opens) == sorted(files)
     assert {name: count for name, count in opens.items() if count != 1} == {}
+
+
+def test_diff_reads_inputs_through_linked_folders_but_not_linked_files(
+    cli: Cli, corpus: Path, tmp_path: Path
+) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    for name in ("capitals.baseline.json", "capitals.current.json"):
+        shutil.copyfile(corpus / "inspect" / name, real / name)
+    (tmp_path / "link").symlink_to(real)
+    linked = tmp_path / "link"
+    result = cli("diff", linked / "capitals.baseline.json", linked / "capitals.current.json")
+    assert result.exit_code == 1, result.output
+    (tmp_path / "current.json").symlink_to(real / "capitals.current.json")
+    result = cli("diff", linked / "capitals.baseline.json", tmp_path / "current.json")
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'current.json'} is not a regular file" in result.output
