@@ -344,11 +344,13 @@ def _copy_open(
         if info.st_size > limit:
             raise error(f"{shown} exceeds {limit} bytes")
         os.set_blocking(fd, True)
-        dest = reads.new_file(name)
         try:
+            dest = reads.new_file(name)
             record = _stream_copy(fd, dest, limit)
         except OSError as failure:
-            raise error(f"cannot read {shown}: {failure.strerror or failure}") from None
+            raise error(
+                f"cannot read {shown} into its private copy: {failure.strerror or failure}"
+            ) from None
     finally:
         os.close(fd)
     if record is None:
