@@ -13,6 +13,8 @@ oversized files, and it records the SHA-256 and size of every file it read.
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import errno
 import hashlib
 import os
 import shutil
@@ -21,12 +23,15 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalarc import schemas
 from evalarc.cancel import publishing, signals_held
 from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file, strict_loads
 from evalarc.errors import EvalArcError, InputError, OutputError, VerificationError
+
+if TYPE_CHECKING:
+    from evalarc.formats.model import Run
 
 PARAMS_SCHEMA = schemas.REPORT_PARAMS
 PARAMS_FILE = "params.json"
@@ -154,6 +159,24 @@ def params_document(kind: str, options: dict[str, JSONValue]) -> dict[str, JSONV
     return {"schema_version": PARAMS_SCHEMA, "kind": kind, **options}
 
 
+def load_results_once(path: Path, fmt: str, threshold: float) -> tuple[Run, Path]:
+    """Read a user-given result file as :func:`evalarc.formats.load_results` does, from a
+    private copy made by opening it once (inside an active :func:`private_reads`): the run is
+    parsed from exactly the bytes its ``source.sha256`` names, which are the bytes a report
+    folder then copies (the returned path). Anything but a regular file is left to the reader,
+    which refuses it with its own message."""
+    from evalarc.formats import load_results
+    from evalarc.formats.load import MAX_RESULT_BYTES
+
+    if path.is_symlink() or not path.is_file():
+        return load_results(path, fmt, threshold), path
+    copy, _record = private_copy(path, MAX_RESULT_BYTES)
+    try:
+        return load_results(copy, fmt, threshold), copy
+    except EvalArcError as error:
+        raise shown_as(error, copy, str(path)) from None
+
+
 # --------------------------------------------------------------------------- reading
 
 
@@ -186,6 +209,162 @@ def text_bytes(text: str) -> bytes:
 class FileRecord:
     sha256: str
     bytes: int
+
+
+# --------------------------------------------------------------------------- private reads
+
+
+@dataclass
+class _PrivateReads:
+    """The private copies made during one command (see :func:`private_reads`)."""
+
+    root: Path | None = None
+    copies: dict[str, tuple[Path, FileRecord]] = field(default_factory=dict)
+    made: int = 0
+
+    def new_file(self, name: str) -> Path:
+        """A new empty slot ``<private folder>/<n>/<name>`` (the base name kept, so a reader's
+        message and a copy's suffix stay the same)."""
+        if self.root is None:
+            # No signal may land between creating the folder and owning its removal.
+            with signals_held():
+                try:
+                    self.root = Path(tempfile.mkdtemp(prefix="evalarc-private-"))
+                except OSError as error:
+                    raise OutputError(
+                        f"cannot create a temporary folder: {error.strerror or error}"
+                    ) from None
+        slot = self.root / str(self.made)
+        self.made += 1
+        slot.mkdir(mode=0o700)
+        return slot / name
+
+    def remove(self) -> None:
+        if self.root is not None:
+            with signals_held():
+                shutil.rmtree(self.root, ignore_errors=True)
+            self.root = None
+
+
+_READS: contextvars.ContextVar[_PrivateReads | None] = contextvars.ContextVar(
+    "evalarc_private_reads", default=None
+)
+
+
+@contextlib.contextmanager
+def private_reads() -> Iterator[None]:
+    """While active, every file an :class:`EvidenceFolder` reads (and every input given to
+    :func:`private_copy`) is opened exactly once: streamed through SHA-256 into a private copy
+    (a 0700 temporary folder) that every later read of that file, hashing or parsing, uses.
+    A file swapped or rewritten in place after it was hashed therefore cannot be what is parsed
+    (time of check, time of use). Nested uses share the outermost one; the copies are removed
+    when it ends, whatever ends it (an error or a cancel)."""
+    if _READS.get() is not None:
+        yield
+        return
+    reads = _PrivateReads()
+    token = _READS.set(reads)
+    try:
+        yield
+    finally:
+        with signals_held():
+            _READS.reset(token)
+            reads.remove()
+
+
+def _open_beneath(root: Path, parts: tuple[str, ...]) -> int:
+    """A read-only descriptor of ``root/parts``, walked one component at a time with
+    ``O_NOFOLLOW`` (a folder swapped for a symlink after it was checked is refused) and
+    ``O_NONBLOCK`` (a FIFO put in a file's place cannot stall the read)."""
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    directory = flags | getattr(os, "O_DIRECTORY", 0)
+    fd = os.open(root, directory)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, directory, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return os.open(parts[-1], flags | getattr(os, "O_NONBLOCK", 0), dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _stream_copy(fd: int, dest: Path, limit: int) -> FileRecord | None:
+    """Copy the open file ``fd`` into the new file ``dest`` (mode 0400 when done) while hashing
+    it; None when it holds more than ``limit`` bytes."""
+    digest = hashlib.sha256()
+    size = 0
+    out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with os.fdopen(out, "wb") as writer:
+        while chunk := os.read(fd, _CHUNK):
+            size += len(chunk)
+            if size > limit:
+                return None
+            digest.update(chunk)
+            writer.write(chunk)
+    os.chmod(dest, 0o400)
+    return FileRecord(sha256=digest.hexdigest(), bytes=size)
+
+
+def private_copy(
+    path: Path, limit: int, *, error: type[EvalArcError] = InputError
+) -> tuple[Path, FileRecord]:
+    """The private copy of the user-given file ``path`` inside the active
+    :func:`private_reads` (made on first use: the file is opened once), with its digest."""
+    reads = _READS.get()
+    if reads is None:
+        raise RuntimeError("private_copy needs an active private_reads()")
+    key = os.path.abspath(path)
+    if key in reads.copies:
+        return reads.copies[key]
+    # The folders on the way may be links (a user's path); the file itself may not.
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(key, flags | getattr(os, "O_NONBLOCK", 0))
+    except OSError as failure:
+        if failure.errno == errno.ELOOP:
+            raise error(f"{path} is not a regular file") from None
+        raise error(f"cannot read {path}: {failure.strerror or failure}") from None
+    return _copy_open(reads, key, fd, str(path), Path(key).name, limit, error)
+
+
+def _copy_open(
+    reads: _PrivateReads,
+    key: str,
+    fd: int,
+    shown: str,
+    name: str,
+    limit: int,
+    error: type[EvalArcError],
+) -> tuple[Path, FileRecord]:
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{shown} is not a regular file")
+        if info.st_size > limit:
+            raise error(f"{shown} exceeds {limit} bytes")
+        os.set_blocking(fd, True)
+        try:
+            dest = reads.new_file(name)
+            record = _stream_copy(fd, dest, limit)
+        except OSError as failure:
+            raise error(
+                f"cannot read {shown} into its private copy: {failure.strerror or failure}"
+            ) from None
+    finally:
+        os.close(fd)
+    if record is None:
+        raise error(f"{shown} exceeds {limit} bytes")
+    reads.copies[key] = (dest, record)
+    return dest, record
+
+
+def shown_as(error: EvalArcError, copy: Path, shown: str) -> EvalArcError:
+    """``error`` (raised while reading the private ``copy``) naming the file as ``shown``."""
+    message = error.message
+    if str(copy) not in message:
+        return error
+    return type(error)(message.replace(str(copy), shown))
 
 
 @dataclass
@@ -232,7 +411,34 @@ class EvidenceFolder:
     def exists(self, relative: str) -> bool:
         return self.path_of(relative).exists()
 
+    def _private(self, relative: str, limit: int) -> Path | None:
+        """The private copy of ``relative`` (see :func:`private_reads`), recorded; None when
+        no private reads are active (a writer reading back its own staging folder)."""
+        reads = _READS.get()
+        if reads is None:
+            return None
+        target = self.path_of(relative)
+        key = str(target)
+        if key not in reads.copies:
+            try:
+                fd = _open_beneath(self.root, PurePosixPath(relative).parts)
+            except FileNotFoundError:
+                raise VerificationError(f"{relative} is missing from {self.root.name}") from None
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise VerificationError(f"evidence contains a symlink: {target}") from None
+                raise VerificationError(f"cannot read {relative}: {error.strerror}") from None
+            _copy_open(reads, key, fd, relative, target.name, limit, VerificationError)
+        copy, record = reads.copies[key]
+        if record.bytes > limit:
+            raise VerificationError(f"{relative} exceeds {limit} bytes")
+        self.files[relative] = record
+        return copy
+
     def read_bytes(self, relative: str, limit: int = MAX_EVIDENCE_FILE_BYTES) -> bytes:
+        private = self._private(relative, limit)
+        if private is not None:
+            return private.read_bytes()
         target = self.path_of(relative)
         try:
             info = target.lstat()
@@ -255,8 +461,12 @@ class EvidenceFolder:
         return data
 
     def _regular_file(self, relative: str, limit: int) -> Path:
-        """The safe path of ``relative``, refused unless it is a regular file within ``limit``
-        bytes (checked from its listing, before a byte is read)."""
+        """The path to read ``relative`` from: its private copy when private reads are active,
+        else its safe path, refused unless it is a regular file within ``limit`` bytes (checked
+        from its listing, before a byte is read)."""
+        private = self._private(relative, limit)
+        if private is not None:
+            return private
         target = self.path_of(relative)
         try:
             info = target.lstat()
@@ -269,10 +479,13 @@ class EvidenceFolder:
         return target
 
     def hash_file(self, relative: str, limit: int = MAX_EVIDENCE_FILE_BYTES) -> Path:
-        """Check and record a (possibly large) file by streaming it; return its safe path."""
+        """Check and record a (possibly large) file by streaming it; return the path to parse
+        it from: under :func:`private_reads` the private copy whose bytes were hashed, so what
+        is parsed is exactly what is recorded."""
         target = self._regular_file(relative, limit)
-        digest, size = sha256_file(target)
-        self.files[relative] = FileRecord(sha256=digest, bytes=size)
+        if _READS.get() is None:  # else the private copy was hashed as it was made
+            digest, size = sha256_file(target)
+            self.files[relative] = FileRecord(sha256=digest, bytes=size)
         return target
 
     def matches_text(
@@ -393,30 +606,66 @@ MAX_TREE_DEPTH = 32
 """Folders a received report folder or site may nest (a pack's candidate is a few deep)."""
 MAX_FOLDER_FILES = 20_000
 MAX_FOLDER_BYTES = 2 * 1024 * 1024 * 1024
-ACTIVE_SUFFIXES = frozenset(
-    {
-        ".html",
-        ".htm",
-        ".xhtml",
-        ".xht",
-        ".shtml",
-        ".svg",
-        ".svgz",
-        ".mht",
-        ".mhtml",
-        ".xsl",
-        ".xslt",
-        ".xml",
-        ".rdf",
-        ".xul",
-        ".swf",
-        ".pdf",
-        ".appcache",
-        ".webmanifest",
-    }
-)
-"""Documents a browser runs script in when opened directly: EvalArc writes only its own pages
-(``index.html`` and the docs' ``.html``), so any other file of these types is refused."""
+HELD_SUFFIXES: dict[str, str] = {
+    ".json": "application/json",
+    ".jsonl": "text/plain; charset=utf-8",
+    ".eval": "application/octet-stream",
+    ".md": "text/plain; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+    ".log": "text/plain; charset=utf-8",
+    ".diff": "text/plain; charset=utf-8",
+    ".patch": "text/plain; charset=utf-8",
+    ".toml": "text/plain; charset=utf-8",
+    ".yaml": "text/plain; charset=utf-8",
+    ".yml": "text/plain; charset=utf-8",
+    ".ini": "text/plain; charset=utf-8",
+    ".cfg": "text/plain; charset=utf-8",
+    ".lock": "text/plain; charset=utf-8",
+    ".csv": "text/plain; charset=utf-8",
+    ".py": "text/plain; charset=utf-8",
+    ".sh": "text/plain; charset=utf-8",
+    ".js": "text/plain; charset=utf-8",
+    ".mjs": "text/plain; charset=utf-8",
+    ".cjs": "text/plain; charset=utf-8",
+    ".ts": "text/plain; charset=utf-8",
+    "": "application/octet-stream",
+}
+"""The ALLOW-LIST of what a report folder or a site may hold besides EvalArc's own pages, by
+lowercased suffix (the last one: ``baseline.xml.txt`` is ``.txt``), with the type ``site serve``
+sends each as. A static host (GitHub Pages, S3, nginx) picks a file's type from its suffix, and
+about 180 suffixes map to HTML, XML, SVG or PDF, documents a browser runs script in (``.xsd``,
+``.rng``, ``.rss``, ``.atom``, ``.kml``, even ``.rs`` as ``application/rls-services+xml``);
+a deny-list of them is never complete. Every suffix here is data or source text that hosts
+serve as text, JSON, a script (never run unless a page loads it) or a download, so anything
+else, including ``.xml`` and ``.html`` not written by EvalArc, is refused by ``verify``,
+``site build`` and ``site check`` and not served by ``site serve``."""
+PAGE_SUFFIX = ".html"
+"""EvalArc's pages (a folder's ``index.html``, a site's index and docs pages): never kept as
+given, always rendered again and compared, then checked by :mod:`evalarc.site.check`."""
+
+
+def held_suffix(relative: str) -> str:
+    """The suffix that decides a file's type on a static host (lowercased, last one only)."""
+    return PurePosixPath(relative.lower()).suffix
+
+
+def is_active(relative: str) -> bool:
+    """Whether a file of this name may NOT be kept in a report folder or published in a site:
+    its suffix is outside :data:`HELD_SUFFIXES` (so a static host may serve it as a document a
+    browser runs script in, or as a type nobody has checked)."""
+    return held_suffix(relative) not in HELD_SUFFIXES
+
+
+def refused_type(name: str, relative: str | None = None) -> str:
+    """The one-line reason the file ``relative`` (default: ``name``), outside
+    :data:`HELD_SUFFIXES`, is refused; ``name`` is how the message shows it."""
+    suffix = held_suffix(name if relative is None else relative) or "(none)"
+    return (
+        f"{name} is not a file type a report folder or site may hold ({suffix}: only "
+        f"{', '.join(sorted(s for s in HELD_SUFFIXES if s))} or no suffix; a static host may "
+        "serve any other as a document a browser runs script in); EvalArc refuses to keep or "
+        "publish it"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -507,13 +756,6 @@ def has_unsafe_name(name: str) -> bool:
     from evalarc.terminal import has_unsafe_characters
 
     return has_unsafe_characters(name)
-
-
-def is_active(relative: str) -> bool:
-    """Whether a file of this name is a document a browser would run script in (a static host
-    such as GitHub Pages serves it by its suffix: ``.xml`` as XML, whose XHTML-namespace
-    ``<script>`` runs)."""
-    return PurePosixPath(relative.lower()).suffix in ACTIVE_SUFFIXES
 
 
 PASSIVE_COPY_SUFFIXES = frozenset({".json", ".eval", ".jsonl"})

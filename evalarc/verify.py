@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from evalarc.bundle import private_reads
 from evalarc.errors import EvalArcError, VerificationError
 from evalarc.reports.check import SCOPE, VERIFICATION_SCHEMA, check_report_folder, folder_of
 from evalarc.site.build import check_bundle_files
@@ -16,6 +17,14 @@ from evalarc.site.verify_site import is_site, verify_site
 
 
 def verify_report_folder(evidence: Path, *, site_bundle: bool = False) -> dict[str, Any]:
+    """Verify a report folder (or a report file inside one), or a whole built site; every file
+    is opened once, and what is parsed is exactly what was hashed (:func:`private_reads`: a file
+    swapped between two reads cannot be verified as one thing and parsed as another)."""
+    with private_reads():
+        return _verify_report_folder(evidence, site_bundle=site_bundle)
+
+
+def _verify_report_folder(evidence: Path, *, site_bundle: bool = False) -> dict[str, Any]:
     """Verify a report folder (or a report file inside one), or a whole built site (see
     :mod:`evalarc.site.verify_site`); raise VerificationError on any inconsistency, return the
     ``evalarc.verification.v1`` result otherwise."""

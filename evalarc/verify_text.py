@@ -12,8 +12,11 @@ from evalarc.errors import EvalArcError
 def verified_lines(result: Mapping[str, Any]) -> list[str]:
     """That the records are consistent, what was checked, and, on a line of its own, the
     report's (or the site's) decision, which is separate."""
+    files = result["files"]
+    prose = sum(1 for row in files.values() if isinstance(row, dict) and row.get("role") == "prose")
+    docs = f" and {prose} files of docs (prose, not recomputed)" if prose else ""
     lines = [
-        f"Verified {result['kind']}: {len(result['files'])} evidence files; "
+        f"Verified {result['kind']}: {len(files) - prose} evidence files{docs}; "
         "the records are consistent.",
         str(result["scope"]),
     ]

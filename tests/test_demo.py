@@ -63,8 +63,12 @@ def test_demo_site_is_complete_and_verifies(tmp_path: Path) -> None:
     plain = CliRunner().invoke(main, ["verify", str(site)])
     assert plain.exit_code == 0, plain.output
     lines = plain.stdout.splitlines()
-    assert lines[0] == f"Verified site: {len(json.loads(verified.stdout)['files'])} evidence " + (
-        "files; the records are consistent."
+    # The docs are counted apart from the evidence: prose, not recomputed.
+    files = json.loads(verified.stdout)["files"]
+    prose = sum(1 for row in files.values() if row["role"] == "prose")
+    assert prose > 0
+    assert lines[0] == f"Verified site: {len(files) - prose} evidence files and {prose} files " + (
+        "of docs (prose, not recomputed); the records are consistent."
     )
     assert lines[-1].startswith("Verdicts: 5 of the site's 10 reports are failing gates")
     assert "diff-support-regression" in lines[-1] and "audit-durable-kv" not in lines[-1]

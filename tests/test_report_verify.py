@@ -264,7 +264,9 @@ def test_junit_copies_are_kept_as_text_and_an_xml_file_is_refused(
     (out / "params.json").write_text(json.dumps(params), encoding="utf-8")
     code, verdict = verify_json(cli, out)
     assert code == 2
-    assert "current.xml is an active document" in str(verdict["error"])
+    assert "current.xml is not a file type a report folder or site may hold" in str(
+        verdict["error"]
+    )
 
 
 def test_a_candidate_with_an_active_document_is_refused_before_any_case_runs(

@@ -219,8 +219,12 @@ def test_edited_site_options(site: Path) -> None:
     edit_json(site / SITE_MANIFEST, lambda manifest: manifest.update(
         options={"title": "All green"}))
     refused(site, "index.html differs from the index rendered from manifest.json")
-    edit_json(site / SITE_MANIFEST, lambda manifest: manifest.update(built_at="2030-01-01"))
+    edit_json(site / SITE_MANIFEST, lambda manifest: manifest.update(
+        built_at="2030-01-01T00:00:00Z"))
     refused(site, "index.html differs from the index rendered from manifest.json")
+    # A build time not of the builder's form is refused before anything is rendered.
+    edit_json(site / SITE_MANIFEST, lambda manifest: manifest.update(built_at="2030-01-01"))
+    refused(site, "manifest.json: built_at is not a UTC time of the form")
 
 
 def test_edited_bundle_manifest_kind(site: Path) -> None:

@@ -14,8 +14,9 @@ The rule of a verified folder: every file in it is exactly one of
     and compared as a stream), and every
     derived file (``summary.md``, ``cases.jsonl``, ``tuning-failures.json``, ``events.jsonl``, the
     evaluations of an audit, the page), rendered again and compared byte for byte;
-(c) refused: anything else, and any preserved file of an active type (a document a browser runs
-    script in), a hard link, symlink, device file or a name with control characters
+(c) refused: anything else, and any preserved file or record whose suffix is outside the
+    allow-list :data:`evalarc.bundle.HELD_SUFFIXES` (a static host could serve it as a document
+    a browser runs script in), a hard link, symlink, device file or a name with control characters
     (:func:`evalarc.bundle.scan_tree`); also any option in ``params.json`` the kind does not know.
 
 Scope: this proves the report follows from the preserved bytes and options. It does not rerun
@@ -43,6 +44,8 @@ from evalarc.bundle import (
     is_active,
     load_report_head,
     load_report_json,
+    private_reads,
+    refused_type,
     scan_tree,
     shown_name,
 )
@@ -201,6 +204,13 @@ def is_process_record(params_document: dict[str, Any], name: str) -> bool:
 
 
 def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderVerdict:
+    """Apply the rule of a verified folder (module docstring) to the report folder ``evidence``,
+    each file opened once and parsed from the bytes hashed (:func:`private_reads`)."""
+    with private_reads():
+        return _check_report_folder(evidence, site_bundle=site_bundle)
+
+
+def _check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderVerdict:
     """Apply the rule of a verified folder (module docstring) to the report folder ``evidence``.
 
     ``site_bundle``: the folder is a bundle of a site being built or verified; its page and
@@ -298,10 +308,7 @@ def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderV
                     "a site publishes only inputs and regenerated files"
                 )
             if is_active(name):
-                raise VerificationError(
-                    f"{prefix}{shown_name(name)} is an active document (a browser would run "
-                    "script in it); EvalArc refuses to keep or publish one"
-                )
+                raise VerificationError(refused_type(f"{prefix}{shown_name(name)}"))
             records.add(name)
             continue
         raise VerificationError(
@@ -310,10 +317,7 @@ def check_report_folder(evidence: Path, *, site_bundle: bool = False) -> FolderV
         )
     for name in sorted(preserved):
         if is_active(name):
-            raise VerificationError(
-                f"{prefix}{shown_name(name)} is an active document (a browser would run script "
-                "in it); EvalArc refuses to keep or publish one"
-            )
+            raise VerificationError(refused_type(f"{prefix}{shown_name(name)}"))
     files = {
         name: {
             "sha256": record.sha256,

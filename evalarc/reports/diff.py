@@ -21,7 +21,9 @@ from evalarc.bundle import (
     ReportHead,
     copy_suffix,
     copy_verified,
+    load_results_once,
     params_document,
+    private_reads,
     recorded_object,
     staged_folder,
     text_bytes,
@@ -33,7 +35,7 @@ from evalarc.bundle import (
 from evalarc.cancel import publishing, signals_held
 from evalarc.clock import timestamp
 from evalarc.errors import InputError, OutputError, VerificationError
-from evalarc.formats import Run, load_results
+from evalarc.formats import Run
 from evalarc.formats.evaluation import resolve_evaluation_path
 from evalarc.formats.harness import HarnessFile, collect_harness
 from evalarc.formats.split import CaseSplit, load_split
@@ -78,14 +80,24 @@ def run_diff(
     the Markdown file opened for appending before the report folder is published, so a path
     that cannot be written fails the command with nothing published."""
     request.options.validate()
+    with private_reads():
+        return _run_diff(request, output, junit, markdown)
+
+
+def _run_diff(
+    request: DiffRequest, output: Path | None, junit: Path | None, markdown: Path | None
+) -> DiffReport:
     # An EvalArc evaluation may be named by its report folder; copy and record the JSON itself.
     request = replace(
         request,
         baseline=resolve_evaluation_path(request.baseline),
         current=resolve_evaluation_path(request.current),
     )
-    baseline = load_results(request.baseline, request.format, request.options.threshold)
-    current = load_results(request.current, request.format, request.options.threshold)
+    # Each input is opened once and parsed from a private copy of the bytes it hashed, which
+    # is also what the report folder copies (a file swapped meanwhile cannot be parsed).
+    threshold = request.options.threshold
+    baseline, baseline_copy = load_results_once(request.baseline, request.format, threshold)
+    current, current_copy = load_results_once(request.current, request.format, threshold)
     split = load_split(request.held_out) if request.held_out is not None else None
     harness = collect_harness(list(request.harness)) if request.harness is not None else None
     baseline, current = prepare_runs(baseline, current)
@@ -99,7 +111,8 @@ def run_diff(
             staged = _stage_junit(junit, report, baseline, current, staged_files)
         with _open_for_append(markdown) as summary:
             if output is not None:
-                write_diff_folder(output, request, report, baseline, current, split, harness)
+                copies = replace(request, baseline=baseline_copy, current=current_copy)
+                write_diff_folder(output, copies, report, baseline, current, split, harness)
             if staged is not None and junit is not None:
                 # Declared output: once renamed into place a late cancel keeps it (exit code
                 # stands), and a cancel before the rename publishes nothing.

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from evalarc.bundle import PARAMS_FILE, EvidenceFolder
+from evalarc.bundle import PARAMS_FILE, EvidenceFolder, shown_as
 from evalarc.canonical import sha256_bytes
-from evalarc.errors import VerificationError
+from evalarc.errors import EvalArcError, VerificationError
 from evalarc.formats import Run, load_results
 from evalarc.formats.harness import HarnessFile
 from evalarc.formats.model import Source
@@ -29,7 +29,10 @@ def recorded_run(
     source = recorded.get("source") if isinstance(recorded, dict) else None
     if not isinstance(source, dict) or folder.files[name].sha256 != source.get("sha256"):
         raise VerificationError(f"{name} differs from the input the report recorded")
-    run = load_results(path, fmt, threshold)
+    try:
+        run = load_results(path, fmt, threshold)
+    except EvalArcError as error:
+        raise shown_as(error, path, str(folder.root / name)) from None
     return run.with_source(Source(str(source.get("name")), str(source["sha256"])))
 
 
@@ -58,7 +61,11 @@ def recorded_split(folder: EvidenceFolder, name: object, source: dict[str, Any])
     (``source``, the report's split source object)."""
     if not isinstance(name, str):
         raise VerificationError(f"{PARAMS_FILE} names no split file")
-    split = load_split(folder.hash_file(name))
+    path = folder.hash_file(name)
+    try:
+        split = load_split(path)
+    except EvalArcError as error:
+        raise shown_as(error, path, str(folder.root / name)) from None
     if isinstance(source.get("name"), str):
         split = replace(split, source=Source(source["name"], split.source.sha256))
     return split

@@ -32,6 +32,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -45,6 +46,7 @@ from evalarc.bundle import (
     PARAMS_FILE,
     EvidenceFolder,
     load_report_json,
+    private_reads,
     scan_tree,
     staged_folder,
     write_bytes,
@@ -64,6 +66,7 @@ from evalarc.reports.check import (
     is_process_record,
 )
 from evalarc.reports.registry import kind_named
+from evalarc.terminal import has_unsafe_characters
 
 SITE_SCHEMA = schemas.SITE
 BUNDLE_SCHEMA = schemas.SITE_BUNDLE
@@ -502,15 +505,44 @@ def render_index(
 # --------------------------------------------------------------------------- build
 
 
+def title_problem(title: str) -> str | None:
+    """What is wrong with a site title, or None. The title is free text the builder chose (no
+    report vouches for it), so it is held to a form a reader can trust to show what it says:
+    1 to :data:`MAX_TITLE_CHARS` characters, not blank, and no control, bidi, zero-width or
+    other invisible character (which could reorder or hide words)."""
+    if not title.strip() or len(title) > MAX_TITLE_CHARS:
+        return f"must be 1 to {MAX_TITLE_CHARS} characters"
+    if has_unsafe_characters(title):
+        return "may not contain control characters (nor bidi, zero-width or other invisible ones)"
+    return None
+
+
+BUILT_AT_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+"""The form of a site's build time: :func:`evalarc.clock.timestamp`, the build's clock or
+``SOURCE_DATE_EPOCH``, in UTC to the second."""
+_BUILT_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+def built_at_problem(value: str) -> str | None:
+    """What is wrong with a site's build time, or None: it must be a real UTC time in exactly
+    the form ``site build`` writes (``2026-11-30T13:22:10Z``), never free text."""
+    if not _BUILT_AT.fullmatch(value):
+        return "is not a UTC time of the form YYYY-MM-DDTHH:MM:SSZ (as site build writes it)"
+    try:
+        datetime.strptime(value, BUILT_AT_FORMAT)
+    except ValueError:
+        return "is not a real date and time"
+    return None
+
+
 @dataclass(frozen=True)
 class SiteOptions:
     title: str = DEFAULT_TITLE
 
     def validate(self) -> None:
-        if not self.title.strip() or len(self.title) > MAX_TITLE_CHARS:
-            raise UsageError(f"--title must be 1 to {MAX_TITLE_CHARS} characters")
-        if any(ord(char) < 32 for char in self.title):
-            raise UsageError("--title may not contain control characters")
+        problem = title_problem(self.title)
+        if problem is not None:
+            raise UsageError(f"--title {problem}")
 
 
 @dataclass(frozen=True)
@@ -596,12 +628,29 @@ def build_site(
 
     Nothing is written unless every report verifies and every page renders; ``output`` must
     not exist and may not lie inside an input."""
-    options = options or SiteOptions()
+    with private_reads():
+        return _build_site(inputs, output, options or SiteOptions(), docs_dir, on_report)
+
+
+def _build_site(
+    inputs: Sequence[Path],
+    output: Path,
+    options: SiteOptions,
+    docs_dir: Path | None,
+    on_report: Callable[[str], None] | None,
+) -> BuiltSite:
+    """:func:`build_site` inside one :func:`private_reads`: each copied bundle file is read once
+    by the verification and the page, from a private copy of the bytes it hashed (the bundle is
+    itself a copy in the 0700 staging folder, which is what is published)."""
     options.validate()
     sources = discover_reports(inputs)
     docs = doc_sources(docs_dir) if docs_dir is not None else []
     _refuse_nesting(output, [*inputs, *([docs_dir] if docs_dir is not None else [])])
     built_at = timestamp()
+    problem = built_at_problem(built_at)
+    if problem is not None:
+        # A clock (or SOURCE_DATE_EPOCH) outside years 1000-9999: verify would refuse the site.
+        raise UsageError(f"the build time {built_at!r} {problem}")
     taken: set[str] = set()
     entries: list[IndexEntry] = []
     report_rows: list[dict[str, Any]] = []

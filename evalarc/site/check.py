@@ -257,9 +257,16 @@ def check_chunk(path: Path, root: Path) -> list[Problem]:
 
 
 def check_site(root: Path) -> list[Problem]:
-    """Check every ``.html`` file under ``root``, in path order, and every ``.js`` file (only
-    evidence chunks may be scripts)."""
+    """Check that every file under ``root`` is of a type a site may hold (EvalArc's ``.html``
+    pages or a suffix on the allow-list :data:`evalarc.bundle.HELD_SUFFIXES`), then every
+    ``.html`` file, in path order, and every ``.js`` file (only evidence chunks may be scripts)."""
+    from evalarc.bundle import PAGE_SUFFIX, is_active, refused_type
+
     problems: list[Problem] = []
+    for path in sorted(root.rglob("*")):
+        label = path.relative_to(root).as_posix()
+        if not path.is_dir() and path.suffix.lower() != PAGE_SUFFIX and is_active(label):
+            problems.append(Problem(label, refused_type("the file", label)))
     for page in sorted(root.rglob("*.html")):
         problems += check_page(page, root)
     for script in sorted(root.rglob("*.js")):

@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from evalarc.bundle import HELD_SUFFIXES, PAGE_SUFFIX
 from evalarc.cancel import Cancelled
 from evalarc.errors import EvalArcError, OutputError
 from evalarc.pages.case_views import CHUNK_DIR
@@ -114,27 +115,10 @@ def _snapshot(paths: Sequence[Path]) -> frozenset[tuple[str, int, int]]:
     return frozenset(found)
 
 
-CONTENT_TYPES: dict[str, str] = {
-    ".html": "text/html; charset=utf-8",
-    ".json": "application/json",
-    ".jsonl": "text/plain; charset=utf-8",
-    ".md": "text/plain; charset=utf-8",
-    ".txt": "text/plain; charset=utf-8",
-    ".diff": "text/plain; charset=utf-8",
-    ".toml": "text/plain; charset=utf-8",
-    ".xml": "text/plain; charset=utf-8",
-    ".py": "text/plain; charset=utf-8",
-    ".js": "text/plain; charset=utf-8",
-    ".mjs": "text/plain; charset=utf-8",
-    ".ts": "text/plain; charset=utf-8",
-    ".csv": "text/plain; charset=utf-8",
-    ".yaml": "text/plain; charset=utf-8",
-    ".yml": "text/plain; charset=utf-8",
-    ".eval": "application/octet-stream",
-    "": "application/octet-stream",
-}
-"""The only types ``site serve`` sends, by file suffix: EvalArc's pages as HTML, JSON as JSON,
-every other evidence file as plain text or bytes (never a type a browser runs). A file of any
+CONTENT_TYPES: dict[str, str] = {PAGE_SUFFIX: "text/html; charset=utf-8", **HELD_SUFFIXES}
+"""The only types ``site serve`` sends, by file suffix: EvalArc's pages as HTML, and the
+allow-list a report folder or site may hold (:data:`evalarc.bundle.HELD_SUFFIXES`: JSON as JSON,
+every other evidence file as plain text or bytes, never a type a browser runs). A file of any
 other suffix is not served."""
 SANDBOX_POLICY = "default-src 'none'; sandbox"
 """The Content-Security-Policy of everything that is not one of EvalArc's pages: no script, no

@@ -28,7 +28,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalarc.bundle import MAX_TREE_DEPTH, EvidenceFolder, load_report_json, scan_tree, shown_name
+from evalarc.bundle import (
+    MAX_EVIDENCE_FILE_BYTES,
+    MAX_TREE_DEPTH,
+    EvidenceFolder,
+    load_report_json,
+    private_copy,
+    private_reads,
+    scan_tree,
+    shown_name,
+)
 from evalarc.canonical import sha256_bytes
 from evalarc.errors import EvalArcError, VerificationError
 from evalarc.pages.case_views import CHUNK_DIR
@@ -43,23 +52,29 @@ from evalarc.site.build import (
     SITE_MANIFEST,
     SITE_SCHEMA,
     IndexEntry,
+    built_at_problem,
     decode_doc,
     doc_links,
     doc_title,
     render_bundle,
     render_doc,
     render_index,
+    title_problem,
 )
-from evalarc.site.check import check_page
+from evalarc.site.check import check_html
 
 SITE_SCOPE = (
-    "Every file is either a preserved input, bound by SHA-256 to the bundled report that names "
-    "it, or a file rendered again and compared byte for byte (report JSON, summaries, case "
-    "lines, failure lists, events, pages, manifests); nothing else is allowed. The hash binding "
-    "cannot prove that a preserved input is what the source tool wrote, only that the report "
-    "follows from it; the source tools' grading was not rerun and the inputs' origin is not "
-    "authenticated."
+    "Every file is a preserved input, bound by SHA-256 to the bundled report that names it, a "
+    "file rendered again and compared byte for byte (report JSON, summaries, case lines, failure "
+    "lists, events, pages, manifests), or a doc; nothing else is allowed. Docs are prose, not "
+    "recomputed: published as the builder wrote them (each page rendered again from its Markdown "
+    "and compared) and bound to no report; the site's title and build time are the builder's "
+    "words too, checked only for their form. The hash binding cannot prove that a preserved "
+    "input is what the source tool wrote, only that the report follows from it; the source "
+    "tools' grading was not rerun and the inputs' origin is not authenticated."
 )
+PROSE = "prose"
+"""The role of a site's docs (Markdown and its rendered page): prose, not recomputed."""
 MAX_SITE_FILES = 200_000
 MAX_SITE_BYTES = 16 * 1024 * 1024 * 1024
 """Apparent bytes a site may hold (each bundle is bounded more tightly by its own check)."""
@@ -72,11 +87,14 @@ _SCHEMA = re.compile(r"evalarc\.site\.v(\d+)")
 def is_site(path: Path) -> bool:
     """Whether ``path`` looks like a built site (a folder with a site ``manifest.json``)."""
     manifest = path / SITE_MANIFEST
-    if not path.is_dir() or not manifest.is_file():
+    if not path.is_dir() or manifest.is_symlink() or not manifest.is_file():
         return False
     try:
-        head = manifest.read_bytes()[:4096]
-    except OSError:
+        # Under private_reads (verify) this is the manifest's one read: verify_site reads the
+        # same private copy, so the file that decided "site" is the file verified as one.
+        with private_reads(), private_copy(manifest, MAX_EVIDENCE_FILE_BYTES)[0].open("rb") as f:
+            head = f.read(4096)
+    except (OSError, EvalArcError):
         return False
     return b'"evalarc.site.v' in head
 
@@ -175,6 +193,13 @@ def _docs(manifest: Mapping[str, Any]) -> list[str]:
 
 
 def verify_site(root: Path) -> dict[str, Any]:
+    """Verify the site at ``root``; raise VerificationError naming the first bad file. Every
+    file is opened once and what is hashed is what is parsed (:func:`private_reads`)."""
+    with private_reads():
+        return _verify_site(root)
+
+
+def _verify_site(root: Path) -> dict[str, Any]:
     """Verify the site at ``root``; raise VerificationError naming the first bad file."""
     folder = EvidenceFolder(root)
     shown = str(root)
@@ -192,8 +217,15 @@ def verify_site(root: Path) -> dict[str, Any]:
     options = manifest.get("options")
     if not isinstance(options, dict):
         raise VerificationError(f"{SITE_MANIFEST}: options is not an object")
+    # Free text no report vouches for: held to the form the builder writes (site build.py).
     title = _text(options.get("title"), "options.title")
+    problem = title_problem(title)
+    if problem is not None:
+        raise VerificationError(f"{SITE_MANIFEST}: the title {problem}")
     built_at = _text(manifest.get("built_at"), "built_at")
+    problem = built_at_problem(built_at)
+    if problem is not None:
+        raise VerificationError(f"{SITE_MANIFEST}: built_at {problem}")
     reports = _reports(manifest)
     docs = _docs(manifest)
     loose = _file_table(manifest.get("files"), SITE_MANIFEST)
@@ -245,7 +277,7 @@ def verify_site(root: Path) -> dict[str, Any]:
             findings.add(error.message)
             continue
         titles.append((name, doc_title(texts[name], name[:-3])))
-        roles[source] = {**folder.files_json()[source], "role": PRESERVED}
+        roles[source] = {**folder.files_json()[source], "role": PROSE}
     for name, text in texts.items():
         html = render_doc(text, title=doc_title(text, name[:-3]), docs=doc_links(titles, ""))
         page_name = f"{DOCS_DIR}/{name[:-3]}.html"
@@ -253,7 +285,7 @@ def verify_site(root: Path) -> dict[str, Any]:
             findings.add(f"{page_name} differs from the page rendered from {DOCS_DIR}/{name}")
         else:
             pages.append(page_name)
-            roles[page_name] = {**folder.files_json()[page_name], "role": REGENERATED}
+            roles[page_name] = {**folder.files_json()[page_name], "role": PROSE}
 
     if len(entries) == len(reports) and len(texts) == len(docs):
         index = render_index(title, built_at, entries, doc_links(titles, f"{DOCS_DIR}/"))
@@ -266,7 +298,9 @@ def verify_site(root: Path) -> dict[str, Any]:
     findings.raise_if_any()
     # Every page is now one EvalArc rendered; check each (links resolve, CSP holds).
     for page in sorted(pages):
-        for page_problem in check_page(folder.root / page, folder.root):
+        # The page as it was compared (its private copy), not the path read again.
+        text = folder.read_bytes(page).decode("utf-8")
+        for page_problem in check_html(text, page=folder.root / page, root=folder.root):
             findings.add(str(page_problem))
     findings.raise_if_any()
     manifest_data = folder.read_bytes(SITE_MANIFEST)
