@@ -88,6 +88,9 @@ class CaseResult:
 
     record: dict[str, Any]
     recording: CaseRecording | None
+    where: dict[str, JSONValue] = field(default_factory=dict)
+    """Where the case ran, for its ``case_retried``/``case_completed`` event (Ray: the node's
+    number in the run, ``ray_node``, and ``ray_rerun_node`` for a sampled case)."""
 
 
 @dataclass(slots=True)
@@ -355,6 +358,7 @@ def run_subjects(
                                     "total_cases": total,
                                     "attempt": job.attempt,
                                     "error": result.record.get("error"),
+                                    **result.where,
                                 },
                             )
                         )
@@ -374,6 +378,7 @@ def run_subjects(
                     )
                     if job.attempt > 1:  # the attempt that counted, after its failed ones
                         completed["attempt"] = job.attempt
+                    completed.update(result.where)
                     progress.emit(tagged(job.subject, completed))
                     if tally.left == 0:
                         records = [record for record in tally.records if record is not None]

@@ -62,11 +62,13 @@ from evalarc.reports.backends import (
     case_limits,
     check_executor,
     check_image,
+    check_ray_sample,
     close_backend,
     executor_notes,
     executor_params,
     jobs_for,
     make_backend,
+    recorded_ray,
     recorded_retries,
 )
 from evalarc.reports.kind import ReportKind, write_page
@@ -166,6 +168,8 @@ class AuditOptions:
     """``threads`` (this machine) or ``ray`` (one Ray task per case on a cluster)."""
     ray_address: str | None = None
     """The Ray cluster to join (None: ``RAY_ADDRESS`` or a new local one); never recorded."""
+    ray_verify_sample: int | None = None
+    """Cases re-run on a second Ray node to check the first (None: the default)."""
     retry_infrastructure: int = 0
     """Re-run a case whose infrastructure failed at most this many more times."""
 
@@ -206,6 +210,7 @@ def resolve_audit(options: AuditOptions) -> ResolvedAudit:
     without = tuple(sorted(set(options.without_cases)))
     audited = reduced_pack(pack, without, seeds) if without else pack
     check_executor(options.executor, options.backend, options.jobs, options.ray_address)
+    check_ray_sample(options.executor, options.ray_verify_sample)
     check_retries(options.retry_infrastructure)
     jobs = options.jobs if options.jobs is not None else default_jobs()
     check_jobs(jobs)
@@ -383,6 +388,8 @@ def _executor(
             resolved.limits,
             image=resolved.image or DEFAULT_IMAGE,
             address=options.ray_address,
+            seeds=resolved.seeds,
+            verify_sample=options.ray_verify_sample,
             on_start=started,
         )
     return ThreadExecutor(
@@ -759,7 +766,7 @@ def derived_audit_files(
     derived: dict[str, Any] = {
         f"{EVALUATIONS_DIR}/{name}.json": text_bytes(pretty_json(report)) for name, report in runs
     }
-    derived[EVENTS_FILE] = events_check(runs, recorded_retries(params))
+    derived[EVENTS_FILE] = events_check(runs, recorded_retries(params), recorded_ray(params))
     return derived
 
 

@@ -29,7 +29,7 @@ from evalarc.packs import (
     load_pack,
     validate_seeds,
 )
-from evalarc.reports.backends import check_seconds
+from evalarc.reports.backends import RayRun, check_seconds
 from evalarc.reports.run_folder import EVENTS_FILE
 from evalarc.runtime.protocol import Limits
 from evalarc.runtime.replay import (
@@ -267,7 +267,35 @@ def _stamped_line(event: Mapping[str, Any], created_at: str) -> str:
     return compact_json({"schema_version": EVENT_SCHEMA, "created_at": created_at, **event})
 
 
-def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]], retries: int = 0) -> Any:
+def _ray_where(
+    value: Mapping[str, Any], ray: RayRun, sampled: bool, nodes_may_repeat: bool
+) -> dict[str, int] | str:
+    """The ``ray_node`` (and for a sampled case ``ray_rerun_node``) a Ray run's case event
+    must carry: present, a node number of the run, the re-run on another node when there was
+    one, and a re-run exactly for the sampled cases; else why not."""
+    where: dict[str, int] = {}
+    for key in ("ray_node", "ray_rerun_node"):
+        number = value.get(key)
+        if key not in value:
+            continue
+        if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= ray.nodes:
+            return f"has no node number of the run in {key}"
+        where[key] = number
+    if "ray_node" not in where:
+        return "does not name the Ray node that ran the case"
+    if sampled != ("ray_rerun_node" in where):
+        wanted = "was" if sampled else "was not"
+        return f"contradicts the recorded sample (the case {wanted} to be re-run on a second node)"
+    if sampled and not nodes_may_repeat and where["ray_rerun_node"] == where["ray_node"]:
+        return "names the same node for a sampled case's run and its re-run"
+    return where
+
+
+def events_check(
+    runs: Sequence[tuple[str | None, Mapping[str, Any]]],
+    retries: int = 0,
+    ray: RayRun | None = None,
+) -> Any:
     """A check of ``events.jsonl``: every line is one expected event of one run, stamped with a
     timestamp (its only volatile key), byte for byte; each run's events appear exactly once and
     in order (runs of an audit may interleave).
@@ -277,7 +305,30 @@ def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]], retries: 
     ``case_retried`` line (its ``error`` is the failed attempt's own, which no recording keeps)
     followed by the next attempt's ``case_started``; the ``case_completed`` then names the
     attempt that counted. A case that ended in an infrastructure failure must show every
-    attempt it was allowed."""
+    attempt it was allowed.
+
+    With ``ray`` (a Ray run), every ``case_retried`` and ``case_completed`` line names the
+    node that ran that attempt (``ray_node``), and a completed case of the recomputed sample
+    (:func:`evalarc.ray_executor.sampled_cases`) that was not an infrastructure failure names
+    the node that re-ran it (``ray_rerun_node``); no other case does."""
+    sample: set[tuple[int, int]] = set()
+    if ray is not None:
+        from evalarc.ray_executor import sampled_cases
+
+        first = runs[0][1]["cases"] if runs else []
+        sample = sampled_cases(
+            ray.seed,
+            ray.sample,
+            [str(report.get("candidate_sha256")) for _, report in runs],
+            [(case["seed"], case["case_id"]) for case in first],
+        )
+    run_number = {control: index for index, (control, _) in enumerate(runs)}
+
+    def where_of(value: Mapping[str, Any], control: Any, number: int, status: Any) -> Any:
+        if ray is None:
+            return {}
+        sampled = (run_number[control], number) in sample and status != "environment_error"
+        return _ray_where(value, ray, sampled, ray.nodes == 1)
 
     def check(data: bytes) -> str | None:
         try:
@@ -323,6 +374,10 @@ def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]], retries: 
                     if key not in ("status", "duration_seconds")
                 }
                 failed.update(event="case_retried", attempt=attempt[control], error=error)
+                placed = where_of(value, control, expected["case_number"], "environment_error")
+                if isinstance(placed, str):
+                    return f"{where} {placed}"
+                failed.update(placed)
                 if not isinstance(error, str) or line != _stamped_line(failed, stamp):
                     return f"{where} differs from a case_retried event of this case"
                 retried[control] = True
@@ -341,6 +396,10 @@ def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]], retries: 
                         "retry_infrastructure allows"
                     )
                 attempt[control] = 1
+                placed = where_of(value, control, expected["case_number"], expected["status"])
+                if isinstance(placed, str):
+                    return f"{where} {placed}"
+                expected = {**expected, **placed}
             if line != _stamped_line(expected, stamp):
                 return f"{where} differs from the event the verified report implies"
             position[control] += 1
