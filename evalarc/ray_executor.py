@@ -451,6 +451,8 @@ class RayExecutor:
         self._checks: deque[_Task] = deque()
         """Sampled cases waiting for their re-run (each holds the accepted result)."""
         self._ready: deque[tuple[CaseJob, CaseResult]] = deque()
+        self._failed_on: dict[tuple[int, int], str] = {}
+        """The node each case's last failed attempt ran on (a retry avoids it)."""
         self.slots = 0
         """The slot nodes' EvalArc slots when the run started (cases they run at once)."""
         self.window = 0
@@ -674,7 +676,10 @@ class RayExecutor:
             check.node = node
             self._launch(check)
         while self._queued:
-            node = self._free_node()
+            # A retried case goes to another node than the one its last attempt failed on.
+            node = self._free_node(
+                self._failed_on.get((self._queued[0].subject, self._queued[0].number))
+            )
             if node is None:
                 if not self._alive:
                     raise EnvironmentFailure("no slot node of the Ray cluster is left")
@@ -743,6 +748,7 @@ class RayExecutor:
         job = task.job
         label = f"{job.case.seed}/{job.case.case_id}"
         self._lost.append(f"case {label}: {message}")
+        self._failed_on[(job.subject, job.number)] = task.node
         node = task.checks.node if task.checks is not None else task.node
         return job, self._where(self._derive(job, _fault_transcript(message), None, None), node)
 
