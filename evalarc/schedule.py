@@ -229,6 +229,20 @@ class _Tally:
     records: list[dict[str, Any] | None]
     recordings: list[tuple[int, str, str] | None]
     left: int
+    attempts: list[int] = field(default_factory=list)
+
+
+def bind_attempts(report: dict[str, Any], retries: int, attempts: Sequence[int]) -> None:
+    """A run with ``retry_infrastructure`` states it in its report, and each case's attempts
+    (1 when it counted at once): ``events.jsonl`` may then show only those failed attempts,
+    and a reader of the report sees that cases ran again. Without retries the report is
+    unchanged (the same bytes as before this existed). The writer and ``verify`` both call
+    this, so the keys come in the same order."""
+    if not retries:
+        return
+    report["retry_infrastructure"] = retries
+    for case, count in zip(report["cases"], attempts, strict=True):
+        case["attempts"] = count
 
 
 @dataclass(slots=True)
@@ -300,7 +314,7 @@ def run_subjects(
         name = names[subject]
         return event if name is None else {**event, "control": name}
 
-    tallies = [_Tally([None] * total, [None] * total, total) for _ in subjects]
+    tallies = [_Tally([None] * total, [None] * total, total, [1] * total) for _ in subjects]
     runs: list[SubjectRun | None] = [None] * len(subjects)
     # Ctrl-C, SIGTERM and SIGHUP are held back while the executor runs and polled between
     # results: raised at an arbitrary point of this thread, the KeyboardInterrupt could leave
@@ -369,6 +383,7 @@ def run_subjects(
                     outstanding -= 1
                     slot = job.number - 1
                     tally.records[slot] = result.record
+                    tally.attempts[slot] = job.attempt
                     if result.recording is not None:
                         name = on_recording(result.recording)
                         tally.recordings[slot] = (job.case.seed, job.case.case_id, name)
@@ -393,6 +408,7 @@ def run_subjects(
                             seconds=time.monotonic() - started,
                             replayed=_replayed(subjects[job.subject]),
                         )
+                        bind_attempts(report, retry_infrastructure, tally.attempts)
                         runs[job.subject] = SubjectRun(
                             report, [entry for entry in tally.recordings if entry is not None]
                         )

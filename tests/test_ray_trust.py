@@ -58,6 +58,7 @@ def trust_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if completed.returncode != 0 or set(results) != set(SCENARIOS):
         pytest.fail(f"the Ray driver exited {completed.returncode}: {completed.stderr[-3000:]}",
                     pytrace=False)
+    print(json.dumps(results))  # the measured numbers, with pytest -s
     return {"out": out, "results": results}
 
 

@@ -76,6 +76,7 @@ from evalarc.reports.replayed import (
     INFORMATIONAL,
     SCOPE,
     RecordedOptions,
+    adopt_attempts,
     case_labels,
     events_check,
     recorded_options,
@@ -678,6 +679,8 @@ def recompute_audit_folder(
             control.name: _replay_control(control, audited, options, saved, store)
             for control in controls
         }
+        for name, report in reports.items():
+            adopt_attempts(report, saved[name], recorded_retries(params))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     context = audit_context(

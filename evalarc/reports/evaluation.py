@@ -81,6 +81,7 @@ from evalarc.reports.kind import ReportKind, write_page
 from evalarc.reports.replayed import (
     INFORMATIONAL,
     SCOPE,
+    adopt_attempts,
     case_labels,
     events_check,
     recorded_options,
@@ -486,7 +487,9 @@ def recompute_evaluation_folder(
             request=replay_request(options, snapshot.command),
             labels=labels,
         )
-        return replayed_report(pack, snapshot, backend, options, recorded, store)
+        report = replayed_report(pack, snapshot, backend, options, recorded, store)
+        adopt_attempts(report, recorded, recorded_retries(params))
+        return report
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

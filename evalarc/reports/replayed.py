@@ -141,6 +141,36 @@ def recordings_store(folder: EvidenceFolder, options: RecordedOptions) -> Record
 # -- timings and divergences -----------------------------------------------------------------
 
 
+def adopt_attempts(recomputed: dict[str, Any], recorded: Mapping[str, Any], retries: int) -> None:
+    """With ``retries`` (params.json's ``retry_infrastructure``) the recomputed report states
+    them too, with each case's attempt count taken from the saved report when it is one the
+    retries allow (else left out, and the comparison fails); ``events.jsonl`` must then show
+    exactly those attempts (:func:`events_check`)."""
+    from evalarc.schedule import bind_attempts
+
+    stated = recorded.get("retry_infrastructure", 0)
+    if stated != retries:
+        raise VerificationError(
+            f"params.json: retry_infrastructure {retries} is not the {stated!r} the report states"
+        )
+    if not retries:
+        return
+    saved_cases = recorded.get("cases")
+    cases = recomputed["cases"]
+    if not isinstance(saved_cases, list) or len(saved_cases) != len(cases):
+        raise VerificationError("the report's cases are not the recomputed cases")
+    attempts = []
+    for mine, saved in zip(cases, saved_cases, strict=True):
+        count = saved.get("attempts") if isinstance(saved, dict) else None
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= retries + 1:
+            raise VerificationError(
+                f"case {mine['seed']}/{mine['case_id']}: the report states no attempt count "
+                f"from 1 to {retries + 1} (retry_infrastructure {retries})"
+            )
+        attempts.append(count)
+    bind_attempts(recomputed, retries, attempts)
+
+
 def adopt_timings(
     recomputed: dict[str, Any], recorded: Mapping[str, Any], store: RecordingStore, live: bool
 ) -> None:
@@ -323,6 +353,10 @@ def events_check(
             [(case["seed"], case["case_id"]) for case in first],
         )
     run_number = {control: index for index, (control, _) in enumerate(runs)}
+    attempts_of = {
+        control: [case.get("attempts") for case in report["cases"]] for control, report in runs
+    }
+    """Each case's attempts as its report states them (None: a report without retries)."""
 
     def where_of(value: Mapping[str, Any], control: Any, number: int, status: Any) -> Any:
         if ray is None:
@@ -394,6 +428,12 @@ def events_check(
                         f"{where} ends a case in an infrastructure failure after "
                         f"{attempt[control]} attempt(s), not the {retries + 1} "
                         "retry_infrastructure allows"
+                    )
+                stated = attempts_of[control][expected["case_number"] - 1]
+                if stated is not None and attempt[control] != stated:
+                    return (
+                        f"{where} ends a case after {attempt[control]} attempt(s), but the "
+                        f"report says {stated}"
                     )
                 attempt[control] = 1
                 placed = where_of(value, control, expected["case_number"], expected["status"])
