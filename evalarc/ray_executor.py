@@ -16,6 +16,17 @@ derived); this host replays the transcript through its own grader, exactly as ``
 Either way the saved recording is what this host replayed (a rejected or lost case is saved as
 one environment ``fault`` event), so ``verify`` re-derives the same record from the folder.
 
+A worker could still send a transcript that replays but is not its case's (another
+candidate's: the transcript holds no identity a liar could not forge). So this host chooses
+each task's node (hard node affinity: the node recorded for a case, ``ray_node`` in its event,
+is where it was sent, not what a worker claims), and re-runs a sample of cases on a second
+node (:func:`sampled_cases`, drawn with a seed no worker sees until the run ends): a re-run
+whose transcript differs from the first, timings apart, voids the whole run
+(:class:`EnvironmentFailure`, exit 2). The host bounds what a worker can cost it: a task's
+answer is a small header and the transcript as two objects whose sizes are read from Ray
+before either is fetched, and a task past its deadline (the case deadline, the start-up and
+:data:`TASK_GRACE_SECONDS`) is force-cancelled and its case an environment failure.
+
 Before any case runs, every node that declares the :data:`SLOT_RESOURCE` resource is probed:
 its EvalArc version, the pack's grader fingerprint and the runtime object its Docker backend
 reports (image id, limits, command, Python, OS, architecture) must equal this host's, or the run
@@ -436,7 +447,7 @@ class RayExecutor:
         *,
         image: str,
         address: str | None,
-        seeds: Sequence[int] = (),
+        seeds: Sequence[int],
         verify_sample: int | None = None,
         on_start: Callable[[CaseJob], None] | None = None,
     ) -> None:
@@ -450,7 +461,6 @@ class RayExecutor:
         self._queued: deque[CaseJob] = deque()
         self._checks: deque[_Task] = deque()
         """Sampled cases waiting for their re-run (each holds the accepted result)."""
-        self._ready: deque[tuple[CaseJob, CaseResult]] = deque()
         self._failed_on: dict[tuple[int, int], str] = {}
         """The node each case's last failed attempt ran on (a retry avoids it)."""
         self.slots = 0
@@ -470,7 +480,7 @@ class RayExecutor:
             self.sample_seed,
             self.verify_sample,
             [subject.snapshot.sha256 for subject in subjects],
-            [(case.seed, case.case_id) for case in plan_cases(pack, list(seeds))] if seeds else [],
+            [(case.seed, case.case_id) for case in plan_cases(pack, list(seeds))],
         )
         self.task_deadline = limits.case_timeout + limits.startup_timeout + TASK_GRACE_SECONDS
         """Seconds a case task may run before it is cancelled (an environment failure)."""
@@ -690,8 +700,6 @@ class RayExecutor:
                 self._on_start(job)
 
     def next_result(self, timeout: float) -> tuple[CaseJob, CaseResult] | None:
-        if self._ready:
-            return self._ready.popleft()
         self._top_up()
         if not self._pending:
             time.sleep(timeout)

@@ -124,3 +124,52 @@ def test_an_oversized_or_stalled_worker_is_an_environment_failure(
     verified = _verify(out / "hostile")
     assert verified.returncode == 0, verified.stderr
     assert "gate is failing" in verified.stdout
+
+
+def test_verify_checks_the_recorded_nodes_and_sample(
+    trust_runs: dict[str, Any], tmp_path: Path
+) -> None:
+    """Every case event of a Ray folder names its node; exactly the cases of the sample that
+    ``ray_sample_seed`` chooses name a re-run on another node: verify refuses a folder where
+    a node is missing or the sample does not match the seed."""
+    from evalarc.ray_executor import sampled_cases
+
+    source = trust_runs["out"] / "hostile"
+    params = json.loads((source / "params.json").read_text())
+    report = json.loads((source / "evaluation.json").read_text())
+    cases = [(case["seed"], case["case_id"]) for case in report["cases"]]
+    events = [json.loads(line) for line in (source / "events.jsonl").read_text().splitlines()]
+    completed = [event for event in events if event["event"] == "case_completed"]
+    assert params["ray_verify_sample"] == 4 and all("ray_node" in event for event in completed)
+
+    def rerun(seed: str) -> set[tuple[int, int]]:
+        """The cases a sample seed has re-run: the sampled ones that were not environment
+        failures."""
+        chosen = sampled_cases(seed, 4, [report["candidate_sha256"]], cases)
+        return {key for key in chosen if report["cases"][key[1] - 1]["status"] == "passed"}
+
+    sampled = rerun(params["ray_sample_seed"])
+    assert {(0, event["case_number"]) for event in completed if "ray_rerun_node" in event} == (
+        sampled)
+    assert all(event["ray_rerun_node"] != event["ray_node"]
+               for event in completed if "ray_rerun_node" in event)
+    other = next(seed for seed in (f"{n:032x}" for n in range(1, 100)) if rerun(seed) != sampled)
+    tampered = {
+        "does not name the Ray node that ran the case": ("events", "ray_node"),
+        "contradicts the recorded sample": ("params", other),
+    }
+    for message, (what, change) in tampered.items():
+        folder = tmp_path / what
+        shutil.copytree(source, folder)
+        if what == "events":
+            lines = (folder / "events.jsonl").read_text().splitlines(keepends=True)
+            number = next(i for i, line in enumerate(lines) if '"case_completed"' in line)
+            line = json.loads(lines[number])
+            del line[change]
+            lines[number] = json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n"
+            (folder / "events.jsonl").write_text("".join(lines))
+        else:
+            (folder / "params.json").write_text(
+                json.dumps({**params, "ray_sample_seed": change}, indent=2) + "\n")
+        refused = _verify(folder)
+        assert refused.returncode == 2 and message in refused.stderr, (message, refused.stderr)
