@@ -126,6 +126,14 @@ def test_only_infrastructure_failures_are_retried_and_every_attempt_is_kept(
     assert report["retry_infrastructure"] == 2
     assert [case["attempts"] for case in report["cases"]] == [
         3 if case["status"] == "environment_error" else 1 for case in report["cases"]]
+    # Each failed attempt's error comes with the recording of its fault (the counted attempt's
+    # recording is the case's own).
+    failed = broken[0]["failed_attempts"]
+    assert [item["error"] for item in failed] == ["cleanup failed: the engine went away"] * 2
+    for item in failed:
+        fault = (folder / "recordings" / f"{item['recording_sha256']}.jsonl").read_text()
+        assert json.loads(fault)["message"] == "cleanup failed: the engine went away"
+    assert all("failed_attempts" not in case for case in report["cases"] if case is not broken[0])
     verified = _cli("verify", folder, cwd=tmp_path)
     assert verified.returncode == 0, verified.stderr
     assert "records are consistent" in verified.stdout
@@ -137,6 +145,11 @@ def test_only_infrastructure_failures_are_retried_and_every_attempt_is_kept(
     tampered = {
         # an attempt fewer than the two re-runs asked for
         "after 2 attempt(s), not the 3": [*lines[:retried_at[1]], *lines[retried_at[1] + 2:]],
+        # a failed attempt's error other than its recorded fault
+        "states an error other than its attempt's recorded fault": [
+            *lines[:retried_at[0]],
+            lines[retried_at[0]].replace("the engine went away", "the node caught fire"),
+            *lines[retried_at[0] + 1:]],
         # a failed attempt the run never had
         "differs from the next attempt's case_started": [
             *lines[:retried_at[1] + 1],
@@ -202,7 +215,8 @@ def test_retries_cannot_be_granted_after_the_run(tmp_path: Path) -> None:
     assert refused.returncode == 2, refused.stdout
     assert "retry_infrastructure 1 is not the 0 the report states" in refused.stderr, (
         refused.stderr)
-    # The report states the retry too, but with an attempt count the events do not show.
+    # The report states the retry too, but no failed attempt (so no recorded fault for the
+    # error the forged case_retried states), and an attempt count the events do not show.
     report = json.loads(report_text)
     report["retry_infrastructure"] = 1
     for case in report["cases"]:
@@ -210,7 +224,14 @@ def test_retries_cannot_be_granted_after_the_run(tmp_path: Path) -> None:
     (folder / "evaluation.json").write_text(json.dumps(report, indent=2) + "\n")
     refused = _cli("verify", folder, cwd=tmp_path)
     assert refused.returncode == 2
-    assert "ends a case after 2 attempt(s), but the report says 1" in refused.stderr, (
+    assert "states an error other than its attempt's recorded fault" in refused.stderr, (
+        refused.stderr)
+    forged_lines.pop(started + 1)  # without the case_retried: one attempt fewer than events say
+    forged_lines.pop(started + 1)
+    (folder / "events.jsonl").write_text("".join(forged_lines))
+    refused = _cli("verify", folder, cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "differs from the event the verified report implies" in refused.stderr, (
         refused.stderr)
 
 

@@ -680,7 +680,7 @@ def recompute_audit_folder(
             for control in controls
         }
         for name, report in reports.items():
-            adopt_attempts(report, saved[name], recorded_retries(params))
+            adopt_attempts(report, saved[name], recorded_retries(params), audited, options, store)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     context = audit_context(

@@ -488,7 +488,7 @@ def recompute_evaluation_folder(
             labels=labels,
         )
         report = replayed_report(pack, snapshot, backend, options, recorded, store)
-        adopt_attempts(report, recorded, recorded_retries(params))
+        adopt_attempts(report, recorded, recorded_retries(params), pack, options, store)
         return report
     finally:
         shutil.rmtree(work, ignore_errors=True)

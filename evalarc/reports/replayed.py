@@ -26,7 +26,9 @@ from evalarc.errors import EvalArcError, VerificationError
 from evalarc.packs import (
     Pack,
     evaluate,
+    grader_sha256,
     load_pack,
+    plan_cases,
     validate_seeds,
 )
 from evalarc.reports.backends import RayRun, check_seconds
@@ -141,11 +143,21 @@ def recordings_store(folder: EvidenceFolder, options: RecordedOptions) -> Record
 # -- timings and divergences -----------------------------------------------------------------
 
 
-def adopt_attempts(recomputed: dict[str, Any], recorded: Mapping[str, Any], retries: int) -> None:
+def adopt_attempts(
+    recomputed: dict[str, Any],
+    recorded: Mapping[str, Any],
+    retries: int,
+    pack: Pack,
+    options: RecordedOptions,
+    store: RecordingStore,
+) -> None:
     """With ``retries`` (params.json's ``retry_infrastructure``) the recomputed report states
     them too, with each case's attempt count taken from the saved report when it is one the
-    retries allow (else left out, and the comparison fails); ``events.jsonl`` must then show
-    exactly those attempts (:func:`events_check`)."""
+    retries allow, and each failed attempt's error derived here by replaying the recording of
+    its fault through the grader (it must replay as an infrastructure failure);
+    ``events.jsonl`` must then show exactly those attempts and errors (:func:`events_check`)."""
+    from evalarc.ray_executor import rederive
+    from evalarc.runtime.protocol import Transcript
     from evalarc.schedule import bind_attempts
 
     stated = recorded.get("retry_infrastructure", 0)
@@ -159,16 +171,50 @@ def adopt_attempts(recomputed: dict[str, Any], recorded: Mapping[str, Any], retr
     cases = recomputed["cases"]
     if not isinstance(saved_cases, list) or len(saved_cases) != len(cases):
         raise VerificationError("the report's cases are not the recomputed cases")
-    attempts = []
-    for mine, saved in zip(cases, saved_cases, strict=True):
+    planned = plan_cases(pack, options.seeds)
+    grader = grader_sha256(pack)
+    attempts: list[int] = []
+    failures: list[list[dict[str, Any]]] = []
+    for mine, saved, case in zip(cases, saved_cases, planned, strict=True):
+        label = f"case {mine['seed']}/{mine['case_id']}"
         count = saved.get("attempts") if isinstance(saved, dict) else None
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= retries + 1:
             raise VerificationError(
-                f"case {mine['seed']}/{mine['case_id']}: the report states no attempt count "
-                f"from 1 to {retries + 1} (retry_infrastructure {retries})"
+                f"{label}: the report states no attempt count from 1 to {retries + 1} "
+                f"(retry_infrastructure {retries})"
             )
+        failed = saved.get("failed_attempts", []) if count > 1 else []
+        if not isinstance(failed, list) or len(failed) != count - 1:
+            raise VerificationError(
+                f"{label}: the report does not list its {count - 1} failed attempt(s)"
+            )
+        derived = []
+        for number, item in enumerate(failed, start=1):
+            name = item.get("recording_sha256") if isinstance(item, dict) else None
+            try:
+                events = store.events(str(name))
+            except EvalArcError as error:
+                raise VerificationError(
+                    f"{label}: failed attempt {number}: {error.message}"
+                ) from None
+            record, _, divergences = rederive(
+                pack,
+                grader,
+                str(recomputed["candidate_sha256"]),
+                dict(recomputed["runtime"]),
+                options.limits,
+                case,
+                Transcript(list(events)),
+            )
+            if divergences or record.get("status") != "environment_error":
+                raise VerificationError(
+                    f"{label}: failed attempt {number}'s recording does not replay as an "
+                    "infrastructure failure"
+                )
+            derived.append({"error": record.get("error"), "recording_sha256": name})
         attempts.append(count)
-    bind_attempts(recomputed, retries, attempts)
+        failures.append(derived)
+    bind_attempts(recomputed, retries, attempts, failures)
 
 
 def adopt_timings(
@@ -357,6 +403,15 @@ def events_check(
         control: [case.get("attempts") for case in report["cases"]] for control, report in runs
     }
     """Each case's attempts as its report states them (None: a report without retries)."""
+    faults_of = {
+        control: [
+            case.get("failed_attempts", []) if "attempts" in case else None
+            for case in report["cases"]
+        ]
+        for control, report in runs
+    }
+    """Each case's failed attempts as its report states them (None: a report without
+    retries)."""
 
     def where_of(value: Mapping[str, Any], control: Any, number: int, status: Any) -> Any:
         if ray is None:
@@ -408,6 +463,12 @@ def events_check(
                     if key not in ("status", "duration_seconds")
                 }
                 failed.update(event="case_retried", attempt=attempt[control], error=error)
+                recorded_faults = faults_of[control][expected["case_number"] - 1]
+                if recorded_faults is not None and (
+                    len(recorded_faults) < attempt[control]
+                    or recorded_faults[attempt[control] - 1].get("error") != error
+                ):
+                    return f"{where} states an error other than its attempt's recorded fault"
                 placed = where_of(value, control, expected["case_number"], "environment_error")
                 if isinstance(placed, str):
                     return f"{where} {placed}"
