@@ -311,6 +311,10 @@ def test_options_that_would_be_ignored_are_refused(tmp_path: Path) -> None:
         (("evaluate", workspace, "--ray-address", "127.0.0.1:6379"),
          "--ray-address is only for --executor ray"),
         (("audit", "--ray-address", "127.0.0.1:6379"), "--ray-address is only for --executor ray"),
+        (("evaluate", workspace, "--ray-verify-sample", "3"),
+         "--ray-verify-sample is only for --executor ray"),
+        (("audit", "--executor", "ray", "--ray-verify-sample", "-1"),
+         "--ray-verify-sample must be between 0 and 100000, not -1"),
     ]:
         done = _cli(*command, "--output", "out", cwd=tmp_path)
         assert done.returncode == 2 and message in done.stderr, (command, done.stderr)
