@@ -115,6 +115,18 @@ def _without_timing(value: Any) -> Any:
     return value
 
 
+RETRIES = ("retry_infrastructure", "attempts", "failed_attempts")
+"""What a run with --retry-infrastructure adds to its evaluations."""
+
+
+def _without(value: Any, keys: tuple[str, ...]) -> Any:
+    if isinstance(value, dict):
+        return {key: _without(item, keys) for key, item in value.items() if key not in keys}
+    if isinstance(value, list):
+        return [_without(item, keys) for item in value]
+    return value
+
+
 def _audit(folder: Path) -> Any:
     return json.loads((folder / "audit.json").read_text())
 
@@ -286,10 +298,27 @@ def test_retry_infrastructure_reruns_the_lost_cases(
     assert result["removed_after"] >= 20
     lost = [note for note in result["notes"] if LOST in note]
     assert lost and len(lost) == len(result["notes"])
-    # Each lost case ran once more, on a node still there, and passed as under --jobs.
+    # Each lost case ran once more, on a node still there, and passed as under --jobs: the
+    # same audit but for what the retries add to each evaluation (RETRIES).
     assert result["valid"] is True
-    assert _without_timing(_audit(folder)) == _without_timing(_audit(threads_audit))
-    assert _records(folder) == _records(threads_audit)
+    assert _without(_without_timing(_audit(folder)), RETRIES) == _without_timing(
+        _audit(threads_audit))
+    records = _records(folder)
+    assert {key: _without(record, RETRIES) for key, record in records.items()} == _records(
+        threads_audit)
+    # Each evaluation states the retries, each case its attempts, and each case that ran again
+    # its failed attempt: the loss, with the recording of that fault.
+    evaluations = [_json(path) for path in sorted((folder / "evaluations").glob("*.json"))]
+    assert all(evaluation["retry_infrastructure"] == 1 for evaluation in evaluations)
+    again = [record for record in records.values() if record["attempts"] == 2]
+    assert len(again) == len(lost)
+    assert all(len(record["failed_attempts"]) == 1
+               and record["failed_attempts"][0]["error"].startswith(LOST)
+               and (folder / "recordings" /
+                    f"{record['failed_attempts'][0]['recording_sha256']}.jsonl").is_file()
+               for record in again)
+    assert all(record["attempts"] == 1 and "failed_attempts" not in record
+               for record in records.values() if record not in again)
     invocations = result["invocations"]
     assert invocations["cases"] == 9 * 15 and invocations["most_per_case"] == 2
     assert invocations["tasks"] <= 9 * 15 + len(lost)
