@@ -310,15 +310,16 @@ def test_retry_infrastructure_reruns_the_lost_cases(
     # its failed attempt: the loss, with the recording of that fault.
     evaluations = [_json(path) for path in sorted((folder / "evaluations").glob("*.json"))]
     assert all(evaluation["retry_infrastructure"] == 1 for evaluation in evaluations)
-    again = [record for record in records.values() if record["attempts"] == 2]
+    cases = [case for evaluation in evaluations for case in evaluation["cases"]]
+    again = [case for case in cases if case["attempts"] == 2]
     assert len(again) == len(lost)
     assert all(len(record["failed_attempts"]) == 1
                and record["failed_attempts"][0]["error"].startswith(LOST)
                and (folder / "recordings" /
                     f"{record['failed_attempts'][0]['recording_sha256']}.jsonl").is_file()
                for record in again)
-    assert all(record["attempts"] == 1 and "failed_attempts" not in record
-               for record in records.values() if record not in again)
+    assert all(case["attempts"] == 1 and "failed_attempts" not in case
+               for case in cases if case not in again)
     invocations = result["invocations"]
     assert invocations["cases"] == 9 * 15 and invocations["most_per_case"] == 2
     assert invocations["tasks"] <= 9 * 15 + len(lost)
