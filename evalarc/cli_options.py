@@ -304,6 +304,7 @@ class RunOptions:
     executor: str
     ray_address: str | None
     retry_infrastructure: int
+    ray_verify_sample: int | None = None
 
     def __post_init__(self) -> None:
         if self.recordings is not None and self.backend != "replay":
@@ -380,6 +381,14 @@ def run_options(what: str) -> Decorator:
             default=None,
             metavar="ADDR",
             help="The Ray cluster for --executor ray [default: RAY_ADDRESS, else a local one].",
+        ),
+        click.option(
+            "--ray-verify-sample",
+            type=int,
+            default=None,
+            metavar="N",
+            help="With --executor ray, re-run N cases (chosen at random by this host) on a "
+            "second node and void the run unless the transcripts agree [default: 4].",
         ),
         click.option(
             "--retry-infrastructure",

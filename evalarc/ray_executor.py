@@ -16,6 +16,17 @@ derived); this host replays the transcript through its own grader, exactly as ``
 Either way the saved recording is what this host replayed (a rejected or lost case is saved as
 one environment ``fault`` event), so ``verify`` re-derives the same record from the folder.
 
+A worker could still send a transcript that replays but is not its case's (another
+candidate's: the transcript holds no identity a liar could not forge). So this host chooses
+each task's node (hard node affinity: the node recorded for a case, ``ray_node`` in its event,
+is where it was sent, not what a worker claims), and re-runs a sample of cases on a second
+node (:func:`sampled_cases`, drawn with a seed no worker sees until the run ends): a re-run
+whose transcript differs from the first, timings apart, voids the whole run
+(:class:`EnvironmentFailure`, exit 2). The host bounds what a worker can cost it: a task's
+answer is a small header and the transcript as two objects whose sizes are read from Ray
+before either is fetched, and a task past its deadline (the case deadline, the start-up and
+:data:`TASK_GRACE_SECONDS`) is force-cancelled and its case an environment failure.
+
 Before any case runs, every node that declares the :data:`SLOT_RESOURCE` resource is probed:
 its EvalArc version, the pack's grader fingerprint and the runtime object its Docker backend
 reports (image id, limits, command, Python, OS, architecture) must equal this host's, or the run
@@ -47,14 +58,22 @@ from typing import Any
 
 from evalarc import __version__
 from evalarc.cancel import CANCELLING_SIGNALS
-from evalarc.canonical import sha256_text
+from evalarc.canonical import JSONValue, sha256_text
 from evalarc.errors import EnvironmentFailure, EvalArcError, InputError
-from evalarc.packs import CaseRecording, Pack, PackCase, grader_sha256, load_pack, run_case
+from evalarc.packs import (
+    CaseRecording,
+    Pack,
+    PackCase,
+    grader_sha256,
+    load_pack,
+    plan_cases,
+    run_case,
+)
 from evalarc.runtime.protocol import Limits, Transcript
 from evalarc.runtime.recording import RecordingIndex, RunKey, parse_recording, runtime_fingerprint
 from evalarc.runtime.replay import RecordingStore, ReplayBackend
 from evalarc.runtime.snapshot import Snapshot, snapshot_candidate
-from evalarc.schedule import CaseJob, CaseResult
+from evalarc.schedule import INFRASTRUCTURE, CaseJob, CaseResult
 
 SLOT_RESOURCE = "evalarc_slot"
 """The custom resource a node declares (``ray start --resources '{"evalarc_slot": N}'``) to run
@@ -62,6 +81,15 @@ N EvalArc cases at once; a case task asks for one."""
 LOST = "the Ray worker running this case was lost"
 REJECTED = "rejected by the host"
 MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
+MAX_HEADER_BYTES = 1024 * 1024
+"""The most a task's header (record, timing, snapshot, size) may take in Ray's object store;
+both objects' sizes are read from Ray before either is fetched."""
+OVERDUE = "the Ray task of this case ran past its deadline"
+TASK_GRACE_SECONDS = 120.0
+"""Beyond the case deadline and its start-up: unpacking the snapshot, Ray's scheduling."""
+DEFAULT_VERIFY_SAMPLE = 4
+"""Cases of a run re-run on a second node by default (``--ray-verify-sample``)."""
+MAX_VERIFY_SAMPLE = 100_000
 RAY_HINT = "--executor ray needs Ray on this machine and on every node: pip install 'evalarc[ray]'"
 PROBE_TIMEOUT = 120.0
 
@@ -217,8 +245,11 @@ def run_case_on_node(
     case_id: str,
     limits: Limits,
     image: str,
-) -> dict[str, Any]:
-    """Run one case with EvalArc's Docker backend on this node; return its transcript."""
+) -> tuple[dict[str, Any], str]:
+    """Run one case with EvalArc's Docker backend on this node; return a small header (the
+    worker's record, its timing, the snapshot it ran and the transcript's size) and the
+    transcript, as two objects: the host checks the transcript's stored size before it fetches
+    it (:data:`MAX_TRANSCRIPT_BYTES`)."""
     from evalarc.runtime.docker_backend import DockerBackend
 
     pack = load_pack(task)
@@ -250,11 +281,13 @@ def run_case_on_node(
         record, recording = run_case(pack.grader, backend, cases[0], limits)
     finally:
         os.close(held)
+    transcript = recording.transcript.jsonl() if recording is not None else ""
     return {
-        "transcript": recording.transcript.jsonl() if recording is not None else "",
         "record": record,
         "duration_seconds": time.monotonic() - started,
-    }
+        "candidate_sha256": sha256,
+        "transcript_bytes": len(transcript),
+    }, transcript
 
 
 def sweep_node(snapshots: Sequence[str] = (), idle_seconds: float = COPY_IDLE_SECONDS) -> int:
@@ -343,6 +376,60 @@ def _signal_handlers_kept() -> Iterator[None]:
                 signal.signal(number, handler)
 
 
+@dataclass(slots=True)
+class _Task:
+    """A case task in flight: the job, the node this host sent it to, and for the re-run of
+    a sampled case, the first run it checks and the result held until it agrees."""
+
+    job: CaseJob
+    node: str
+    checks: _Task | None = None
+    held: CaseResult | None = None
+    body: Any = None
+    deadline: float = 0.0
+
+
+def sampled_cases(
+    seed: str, size: int, candidates: Sequence[str], cases: Sequence[tuple[int, str]]
+) -> set[tuple[int, int]]:
+    """The (candidate index, 1-based case number) pairs a run re-runs on a second node: the
+    ``size`` pairs whose SHA-256 of (``seed``, candidate snapshot, case seed, case id) is
+    least. ``seed`` is drawn by the host and recorded only in params.json when the run
+    ends, so anyone can recompute the sample afterwards but no worker can know it before it
+    answers."""
+    ranked = sorted(
+        (
+            sha256_text(f"{seed}\n{candidate}\n{case_seed}\n{case_id}"),
+            index,
+            number,
+        )
+        for index, candidate in enumerate(candidates)
+        for number, (case_seed, case_id) in enumerate(cases, start=1)
+    )
+    return {(index, number) for _, index, number in ranked[:size]}
+
+
+def _untimed(text: str) -> list[dict[str, Any]] | None:
+    """A transcript's events without their times (what two honest runs of a case share), or
+    None when it is not a transcript."""
+    try:
+        transcript = parse_recording(text.encode("ascii"), Path("re-run"))
+    except (InputError, UnicodeEncodeError):
+        return None
+    return [{k: v for k, v in event.items() if k != "t"} for event in transcript.events]
+
+
+def check_verify_sample(size: object) -> int:
+    """``--ray-verify-sample`` is a whole number from 0 to :data:`MAX_VERIFY_SAMPLE`."""
+    from evalarc.errors import UsageError
+
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_VERIFY_SAMPLE:
+        raise UsageError(
+            f"--ray-verify-sample must be between 0 and {MAX_VERIFY_SAMPLE}, not {size!r}"
+        )
+    return size
+
+
 def _fault_transcript(message: str) -> Transcript:
     transcript = Transcript()
     transcript.add("fault", 0, 0.0, message=message, kind="environment")
@@ -360,6 +447,8 @@ class RayExecutor:
         *,
         image: str,
         address: str | None,
+        seeds: Sequence[int],
+        verify_sample: int | None = None,
         on_start: Callable[[CaseJob], None] | None = None,
     ) -> None:
         self._ray = ray = _import_ray()
@@ -368,30 +457,45 @@ class RayExecutor:
         self._limits = limits
         self._image = image
         self._on_start = on_start
-        self._pending: dict[Any, CaseJob] = {}
+        self._pending: dict[Any, _Task] = {}
         self._queued: deque[CaseJob] = deque()
+        self._checks: deque[_Task] = deque()
+        """Sampled cases waiting for their re-run (each holds the accepted result)."""
+        self._failed_on: dict[tuple[int, int], str] = {}
+        """The node each case's last failed attempt ran on (a retry avoids it)."""
         self.slots = 0
         """The slot nodes' EvalArc slots when the run started (cases they run at once)."""
         self.window = 0
-        """Cases handed to Ray at once: twice the slots of the cluster."""
+        """Cases handed to Ray at once: the slots of the cluster (one task per slot, so that a
+        task's deadline runs from when it was handed over)."""
         self._rejections: list[str] = []
         self._lost: list[str] = []
         self._started_here = False
         self._grader = grader_sha256(pack)
+        self.sample_seed = secrets.token_hex(16)
+        """Chooses the sampled cases: drawn here, never sent to a worker, recorded when the
+        run ends (so a worker cannot know which of its answers will be checked)."""
+        self.verify_sample = DEFAULT_VERIFY_SAMPLE if verify_sample is None else verify_sample
+        self._sampled = sampled_cases(
+            self.sample_seed,
+            self.verify_sample,
+            [subject.snapshot.sha256 for subject in subjects],
+            [(case.seed, case.case_id) for case in plan_cases(pack, list(seeds))],
+        )
+        self.task_deadline = limits.case_timeout + limits.startup_timeout + TASK_GRACE_SECONDS
+        """Seconds a case task may run before it is cancelled (an environment failure)."""
         try:
             if not ray.is_initialized():
                 self._connect(address)
             slots = self._slot_nodes()
             self._nodes = sorted(slots)
+            self._node_slots = slots
+            self._alive = set(self._nodes)
+            self._busy = dict.fromkeys(self._nodes, 0)
             self.slots = sum(slots.values())
-            self.window = 2 * self.slots
+            self.window = self.slots
             self._runtime = self._check_nodes(pack, subjects)
-            self._remote_case = ray.remote(run_case_on_node).options(
-                num_cpus=0,
-                resources={SLOT_RESOURCE: 1},
-                max_retries=0,
-                retry_exceptions=False,
-            )
+            self._remote_case = ray.remote(run_case_on_node)
             self._blobs = [ray.put(snapshot_blob(subject.snapshot)) for subject in subjects]
         except BaseException:
             self.close()
@@ -514,8 +618,20 @@ class RayExecutor:
 
     def params(self) -> dict[str, Any]:
         """How many slot nodes passed the probe and how many slots they declared (cases at
-        once), counted when the run started; which nodes they were is never recorded."""
-        return {"executor": "ray", "ray_nodes": len(self._nodes), "ray_slots": self.slots}
+        once), counted when the run started, and the sample of cases re-run on a second node
+        (its size and the seed that chose it, :func:`sampled_cases`); which nodes they were is
+        never recorded."""
+        return {
+            "executor": "ray",
+            "ray_nodes": len(self._nodes),
+            "ray_slots": self.slots,
+            "ray_verify_sample": self.verify_sample,
+            "ray_sample_seed": self.sample_seed,
+        }
+
+    def node_number(self, node: str) -> int:
+        """A node's number in this run (1 = the first slot node by Ray node id)."""
+        return self._nodes.index(node) + 1
 
     def submit(self, job: CaseJob) -> None:
         """Queue a case; at most :attr:`window` cases are handed to Ray at once, so the driver's
@@ -523,20 +639,63 @@ class RayExecutor:
         self._queued.append(job)
         self._top_up()
 
+    def _free_node(self, avoid: str | None = None) -> str | None:
+        """The live node with a free slot that is least busy (``avoid`` only when no other
+        node lives): this host, not Ray, chooses where each case runs, so it knows which node
+        answered."""
+        nodes = [node for node in self._nodes if node in self._alive]
+        others = [node for node in nodes if node != avoid] or nodes
+        free = [node for node in others if self._busy[node] < self._node_slots[node]]
+        if not free:
+            return None
+        return min(free, key=lambda node: (self._busy[node] / self._node_slots[node], node))
+
+    def _launch(self, task: _Task) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        subject = self._subjects[task.job.subject]
+        header, body = self._remote_case.options(
+            num_cpus=0,
+            num_returns=2,
+            resources={SLOT_RESOURCE: 1},
+            max_retries=0,
+            retry_exceptions=False,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(task.node, soft=False),
+        ).remote(
+            self._pack.id,
+            self._blobs[task.job.subject],
+            subject.snapshot.sha256,
+            task.job.case.seed,
+            task.job.case.case_id,
+            self._limits,
+            self._image,
+        )
+        task.body = body
+        task.deadline = time.monotonic() + self.task_deadline
+        self._busy[task.node] += 1
+        self._pending[header] = task
+
     def _top_up(self) -> None:
-        while self._queued and len(self._pending) < self.window:
-            job = self._queued.popleft()
-            subject = self._subjects[job.subject]
-            ref = self._remote_case.remote(
-                self._pack.id,
-                self._blobs[job.subject],
-                subject.snapshot.sha256,
-                job.case.seed,
-                job.case.case_id,
-                self._limits,
-                self._image,
+        while self._checks:
+            node = self._free_node(
+                avoid=self._checks[0].checks.node if self._checks[0].checks else None
             )
-            self._pending[ref] = job
+            if node is None:
+                return
+            check = self._checks.popleft()
+            check.node = node
+            self._launch(check)
+        while self._queued:
+            # A retried case goes to another node than the one its last attempt failed on.
+            node = self._free_node(
+                self._failed_on.get((self._queued[0].subject, self._queued[0].number))
+            )
+            if node is None:
+                if not self._alive:
+                    raise EnvironmentFailure("no slot node of the Ray cluster is left")
+                return
+            job = self._queued.popleft()
+            self._launch(_Task(job, node))
             if self._on_start is not None:
                 self._on_start(job)
 
@@ -545,26 +704,124 @@ class RayExecutor:
         if not self._pending:
             time.sleep(timeout)
             return None
-        ready, _ = self._ray.wait(list(self._pending), num_returns=1, timeout=timeout)
+        now = time.monotonic()
+        overdue = [ref for ref, task in self._pending.items() if task.deadline <= now]
+        if overdue:
+            return self._overdue(overdue[0])
+        wait = min(timeout, max(0.0, min(task.deadline for task in self._pending.values()) - now))
+        ready, _ = self._ray.wait(list(self._pending), num_returns=1, timeout=wait)
         if not ready:
             return None
         ref = ready[0]
-        job = self._pending.pop(ref)
+        task = self._pending.pop(ref)
+        self._busy[task.node] -= 1
+        answer = self._fetch(ref, task)
+        if isinstance(answer, str):  # the task failed: its worker, its node or its object lost
+            self._refresh_alive()
+            return self._failed(task, answer)
+        if task.checks is not None:
+            return self._compare(task, answer)
+        result = self._accept(task, answer)
+        key = (task.job.subject, task.job.number)
+        if key in self._sampled and result.record.get("status") != INFRASTRUCTURE:
+            # Every accepted attempt of a sampled case is re-run (a retried one too).
+            self._checks.append(_Task(task.job, task.node, checks=task, held=result))
+            self._top_up()
+            return None
+        return task.job, self._where(result, task.node)
+
+    def _where(self, result: CaseResult, node: str, rerun: str | None = None) -> CaseResult:
+        """The result with the node that ran it (and re-ran it, when sampled), by number."""
+        where: dict[str, JSONValue] = {"ray_node": self.node_number(node)}
+        if rerun is not None:
+            where["ray_rerun_node"] = self.node_number(rerun)
+        return CaseResult(result.record, result.recording, where)
+
+    def _overdue(self, ref: Any) -> tuple[CaseJob, CaseResult] | None:
+        """A task past its deadline: cancel it (the worker is killed) and make its case an
+        environment failure."""
+        task = self._pending.pop(ref)
+        self._busy[task.node] -= 1
+        with contextlib.suppress(Exception):
+            self._ray.cancel(ref, force=True)
+        return self._failed(
+            task,
+            f"{OVERDUE} ({self.task_deadline:g} s: the case deadline, start-up and grace) "
+            "and was cancelled",
+        )
+
+    def _failed(self, task: _Task, message: str) -> tuple[CaseJob, CaseResult] | None:
+        """A task that brought no answer: its case (or the sampled case it re-ran) becomes an
+        environment failure of this attempt."""
+        job = task.job
+        label = f"{job.case.seed}/{job.case.case_id}"
+        self._lost.append(f"case {label}: {message}")
+        self._failed_on[(job.subject, job.number)] = task.node
+        node = task.checks.node if task.checks is not None else task.node
+        return job, self._where(self._derive(job, _fault_transcript(message), None, None), node)
+
+    def _compare(
+        self, task: _Task, answer: tuple[dict[str, Any], str]
+    ) -> tuple[CaseJob, CaseResult]:
+        """A sampled case's re-run on another node: its transcript, timings apart, must be the
+        one the first node sent, or the whole run is void (one of the two nodes lied or runs
+        something else)."""
+        first = task.checks
+        assert first is not None and task.held is not None
+        job = task.job
+        label = f"{job.case.seed}/{job.case.case_id}"
+        again = _untimed(answer[1])
+        held = task.held.recording
+        assert held is not None
+        if again is None or again != _untimed(held.transcript.jsonl()):
+            candidate = self._subjects[job.subject].snapshot.sha256[:12]
+            raise EnvironmentFailure(
+                f"case {label} of candidate {candidate}: the transcript Ray node "
+                f"{first.node[:12]} sent differs from the re-run on node {task.node[:12]} "
+                "(a node lied or runs something else): the run is void"
+            )
+        return job, self._where(task.held, first.node, task.node)
+
+    def _refresh_alive(self) -> None:
+        with contextlib.suppress(Exception):
+            alive = {node["NodeID"] for node in self._ray.nodes() if node.get("Alive")}
+            self._alive = {node for node in self._nodes if node in alive}
+
+    def _fetch(self, ref: Any, task: _Task) -> tuple[dict[str, Any], str] | str:
+        """The worker's answer, its size checked from Ray's record of each object before the
+        object is fetched; a failure message when the task failed."""
+        ray = self._ray
         try:
-            answer = self._ray.get(ref)
+            locations = ray.experimental.get_object_locations([ref, task.body], timeout_ms=60_000)
+            sizes = [locations.get(item, {}).get("object_size") for item in (ref, task.body)]
+        except Exception:
+            sizes = [None, None]
+        try:
+            if isinstance(sizes[0], int) and sizes[0] > MAX_HEADER_BYTES:
+                return f"{REJECTED}: the worker's answer is {sizes[0]} bytes"
+            header = ray.get(ref)
+            if not isinstance(sizes[1], int):
+                return f"{REJECTED}: Ray does not know the size of the worker's transcript"
+            if sizes[1] > MAX_TRANSCRIPT_BYTES + 1024:
+                return (
+                    f"{REJECTED}: the transcript is {sizes[1]} bytes, more than a recording "
+                    f"may be ({MAX_TRANSCRIPT_BYTES}); not fetched"
+                )
+            body = ray.get(task.body)
         except Exception as error:  # the worker, its node or the object was lost
             cause = getattr(error, "cause", None)
             if isinstance(cause, EvalArcError):
-                message = f"the Ray worker could not run this case: {cause.message}"
-            else:
-                message = f"{LOST} ({type(error).__name__})"
-            label = f"{job.case.seed}/{job.case.case_id}"
-            self._lost.append(f"case {label}: {message}")
-            return job, self._derive(job, _fault_transcript(message), None, None)
-        return job, self._accept(job, answer)
+                return f"the Ray worker could not run this case: {cause.message}"
+            return f"{LOST} ({type(error).__name__})"
+        finally:
+            task.body = None
+        if not isinstance(header, dict) or not isinstance(body, str):
+            return f"{REJECTED}: the worker's answer is not a transcript"
+        return header, body
 
     def cancel(self) -> None:
         self._queued.clear()
+        self._checks.clear()
         refs = list(self._pending)
         for ref in refs:
             with contextlib.suppress(Exception):
@@ -609,11 +866,19 @@ class RayExecutor:
 
     # -- re-deriving every verdict ------------------------------------------------------------
 
-    def _accept(self, job: CaseJob, answer: object) -> CaseResult:
+    def _accept(self, task: _Task, answer: tuple[dict[str, Any], str]) -> CaseResult:
+        job = task.job
         label = f"{job.case.seed}/{job.case.case_id}"
-        if not isinstance(answer, dict) or not isinstance(answer.get("transcript"), str):
-            return self._reject(job, "the worker's answer is not a transcript")
-        text = answer["transcript"]
+        header, text = answer
+        candidate = self._subjects[job.subject].snapshot.sha256
+        if header.get("candidate_sha256") != candidate:
+            # A worker's own claim: it catches a node that ran the wrong copy, not a liar
+            # (who names the right snapshot); the sample catches those.
+            return self._reject(
+                job,
+                f"the worker ran candidate {str(header.get('candidate_sha256'))[:12]}, "
+                f"not {candidate[:12]}",
+            )
         if len(text) > MAX_TRANSCRIPT_BYTES:
             return self._reject(job, "the transcript is larger than a recording may be")
         try:
@@ -623,7 +888,7 @@ class RayExecutor:
             return self._reject(job, f"the transcript is malformed ({message})")
         if not transcript.events:
             return self._reject(job, "the worker recorded nothing")
-        return self._derive(job, transcript, answer.get("duration_seconds"), answer.get("record"))
+        return self._derive(job, transcript, header.get("duration_seconds"), header.get("record"))
 
     def _reject(self, job: CaseJob, why: str) -> CaseResult:
         label = f"{job.case.seed}/{job.case.case_id}"

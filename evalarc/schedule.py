@@ -52,7 +52,7 @@ from evalarc.packs import (
     run_case,
     validate_seeds,
 )
-from evalarc.runtime.protocol import Backend, Limits
+from evalarc.runtime.protocol import Backend, Limits, Transcript
 
 EventSink = Callable[[dict[str, Any]], None]
 MAX_JOBS = 16
@@ -88,6 +88,9 @@ class CaseResult:
 
     record: dict[str, Any]
     recording: CaseRecording | None
+    where: dict[str, JSONValue] = field(default_factory=dict)
+    """Where the case ran, for its ``case_retried``/``case_completed`` event (Ray: the node's
+    number in the run, ``ray_node``, and ``ray_rerun_node`` for a sampled case)."""
 
 
 @dataclass(slots=True)
@@ -226,6 +229,40 @@ class _Tally:
     records: list[dict[str, Any] | None]
     recordings: list[tuple[int, str, str] | None]
     left: int
+    attempts: list[int] = field(default_factory=list)
+    failures: list[list[dict[str, Any]]] = field(default_factory=list)
+    """Each case's failed attempts: the error and the recording of its fault."""
+
+
+def bind_attempts(
+    report: dict[str, Any],
+    retries: int,
+    attempts: Sequence[int],
+    failures: Sequence[Sequence[dict[str, Any]]],
+) -> None:
+    """A run with ``retry_infrastructure`` states it in its report, each case's attempts (1
+    when it counted at once) and, for a case that ran again, each failed attempt's error with
+    the recording of its fault (``failed_attempts``): ``events.jsonl`` may then show only those
+    failed attempts with those errors, and a reader of the report sees that cases ran again.
+    Without retries the report is unchanged (the same bytes as before this existed). The
+    writer and ``verify`` both call this, so the keys come in the same order."""
+    if not retries:
+        return
+    report["retry_infrastructure"] = retries
+    for case, count, failed in zip(report["cases"], attempts, failures, strict=True):
+        case["attempts"] = count
+        if failed:
+            case["failed_attempts"] = [dict(item) for item in failed]
+
+
+def fault_recording(case: PackCase, message: str) -> CaseRecording:
+    """A failed attempt's record as a recording: one environment ``fault`` event whose message
+    is its error (replayed through the grader, it gives that error back), saved beside the
+    recordings so that the error a ``case_retried`` event states is derived from a recorded
+    fault, not free text."""
+    transcript = Transcript()
+    transcript.add("fault", 0, 0.0, message=message, kind="environment")
+    return CaseRecording(case.seed, case.case_id, transcript.sha256(), transcript)
 
 
 @dataclass(slots=True)
@@ -297,7 +334,10 @@ def run_subjects(
         name = names[subject]
         return event if name is None else {**event, "control": name}
 
-    tallies = [_Tally([None] * total, [None] * total, total) for _ in subjects]
+    tallies = [
+        _Tally([None] * total, [None] * total, total, [1] * total, [[] for _ in range(total)])
+        for _ in subjects
+    ]
     runs: list[SubjectRun | None] = [None] * len(subjects)
     # Ctrl-C, SIGTERM and SIGHUP are held back while the executor runs and polled between
     # results: raised at an arbitrary point of this thread, the KeyboardInterrupt could leave
@@ -343,6 +383,11 @@ def run_subjects(
                     tally = tallies[job.subject]
                     status = result.record.get("status")
                     if status == INFRASTRUCTURE and job.attempt <= retry_infrastructure:
+                        error = str(result.record.get("error"))
+                        fault = on_recording(fault_recording(job.case, error))
+                        tally.failures[job.number - 1].append(
+                            {"error": error, "recording_sha256": fault}
+                        )
                         progress.emit(
                             tagged(
                                 job.subject,
@@ -354,7 +399,8 @@ def run_subjects(
                                     "case_number": job.number,
                                     "total_cases": total,
                                     "attempt": job.attempt,
-                                    "error": result.record.get("error"),
+                                    "error": error,
+                                    **result.where,
                                 },
                             )
                         )
@@ -365,6 +411,7 @@ def run_subjects(
                     outstanding -= 1
                     slot = job.number - 1
                     tally.records[slot] = result.record
+                    tally.attempts[slot] = job.attempt
                     if result.recording is not None:
                         name = on_recording(result.recording)
                         tally.recordings[slot] = (job.case.seed, job.case.case_id, name)
@@ -374,6 +421,7 @@ def run_subjects(
                     )
                     if job.attempt > 1:  # the attempt that counted, after its failed ones
                         completed["attempt"] = job.attempt
+                    completed.update(result.where)
                     progress.emit(tagged(job.subject, completed))
                     if tally.left == 0:
                         records = [record for record in tally.records if record is not None]
@@ -388,6 +436,7 @@ def run_subjects(
                             seconds=time.monotonic() - started,
                             replayed=_replayed(subjects[job.subject]),
                         )
+                        bind_attempts(report, retry_infrastructure, tally.attempts, tally.failures)
                         runs[job.subject] = SubjectRun(
                             report, [entry for entry in tally.recordings if entry is not None]
                         )

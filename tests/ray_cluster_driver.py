@@ -252,19 +252,162 @@ def _node_copies() -> list[str]:
 def lying_run(task: str, blob: bytes, sha256: str, seed: int, case_id: str, *rest: Any) -> Any:
     """The real case run, then a lie: the first case's record claims the opposite status, the
     second case's transcript has its first response altered."""
-    answer = REAL_RUN(task, blob, sha256, seed, case_id, *rest)
+    header, transcript = REAL_RUN(task, blob, sha256, seed, case_id, *rest)
     if case_id == "read-write-delete":
-        answer["record"] = {**answer["record"], "status": "failed", "passed": False}
+        header["record"] = {**header["record"], "status": "failed", "passed": False}
     if case_id == "json-types-and-overwrite":
-        lines = answer["transcript"].splitlines(keepends=True)
+        lines = transcript.splitlines(keepends=True)
         for number, line in enumerate(lines):
             event = json.loads(line)
             if event["event"] == "recv":
                 event["line"] = '{"ok":false}'
                 lines[number] = json.dumps(event, sort_keys=True, separators=(",", ":")) + "\n"
                 break
-        answer["transcript"] = "".join(lines)
-    return answer
+        transcript = "".join(lines)
+    return header, transcript
+
+
+def substituting_run(liar: str, reference_blob: bytes, reference_sha256: str) -> Any:
+    """A compromised node (``liar``, a Ray node id): for every case it runs the reference
+    candidate instead and sends the reference's transcript under the candidate's snapshot
+    (its header names the candidate, as a liar's would); every other node is honest."""
+
+    def run(task: str, blob: bytes, sha256: str, seed: int, case_id: str, *rest: Any) -> Any:
+        if ray.get_runtime_context().get_node_id() != liar:
+            return REAL_RUN(task, blob, sha256, seed, case_id, *rest)
+        header, transcript = REAL_RUN(
+            task, reference_blob, reference_sha256, seed, case_id, *rest)
+        return {**header, "candidate_sha256": sha256}, transcript
+
+    return run
+
+
+OVERSIZED_CASE = "json-types-and-overwrite"
+OVERSIZED_BYTES = 300 * 1024 * 1024
+STALLED_CASE = "read-write-delete"
+
+
+def hostile_run(task: str, blob: bytes, sha256: str, seed: int, case_id: str, *rest: Any) -> Any:
+    """An honest run but for two cases: one answers with a 300 MB transcript, one never
+    returns."""
+    if case_id == STALLED_CASE:
+        time.sleep(10**6)
+    header, transcript = REAL_RUN(task, blob, sha256, seed, case_id, *rest)
+    if case_id == OVERSIZED_CASE:
+        transcript = "x" * OVERSIZED_BYTES
+        header["transcript_bytes"] = 10  # a liar's header: the host asks Ray instead
+    return header, transcript
+
+
+class RssWatch:
+    """The peak resident memory of this (the host's) process while it runs, above its start."""
+
+    def __init__(self) -> None:
+        self.start = self._rss()
+        self.peak = self.start
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _rss() -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._rss())
+            time.sleep(0.02)
+
+    def growth(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak - self.start
+
+
+def lying_reference_scenario(cluster: Cluster, out: Path) -> dict[str, Any]:
+    """A faulty candidate evaluated while one node of three substitutes the reference's
+    transcripts: without the sample (``--ray-verify-sample 0``) the lie decides cases and the
+    folder verifies; with every case sampled the run is refused (exit 2, one line)."""
+    from evalarc.packs import load_pack
+    from evalarc.runtime.snapshot import snapshot_candidate
+
+    pack_command = list(load_pack("durable-kv").default_command)
+    reference = out / "liar-reference"
+    materialize_workspace("durable-kv", "python", reference=True, fault=None, dest=reference)
+    candidate = out / "liar-candidate"
+    materialize_workspace("durable-kv", "python", reference=True, fault=LIAR_FAULT,
+                          dest=candidate)
+    snapshot = snapshot_candidate(reference, out / "liar-reference-snapshot", pack_command)
+    liar = sorted(slot_node_ids())[0]
+    result: dict[str, Any] = {"scenario": "lying-reference", "liar": liar[:12]}
+    ray_executor.run_case_on_node = substituting_run(
+        liar, ray_executor.snapshot_blob(snapshot), snapshot.sha256)
+    try:
+        unsampled = run_evaluate(
+            candidate, out / "lying-unsampled",
+            EvaluateOptions(image=IMAGE, seeds=SEEDS, executor="ray",
+                            ray_address=cluster.address, ray_verify_sample=0))
+        result["unsampled"] = {"valid": unsampled.report["valid"],
+                               "score": unsampled.report["score"]}
+        started = time.monotonic()
+        try:
+            run_evaluate(
+                candidate, out / "lying-sampled",
+                EvaluateOptions(image=IMAGE, seeds=SEEDS, executor="ray",
+                                ray_address=cluster.address, ray_verify_sample=15))
+        except EnvironmentFailure as error:
+            result["sampled_message"] = error.message
+        else:
+            result["sampled_message"] = "(not refused)"
+        result["sampled_seconds"] = round(time.monotonic() - started, 1)
+        result["sampled_published"] = (out / "lying-sampled").exists()
+    finally:
+        ray_executor.run_case_on_node = REAL_RUN
+    with (out / "results.jsonl").open("a") as stream:
+        stream.write(json.dumps(result) + "\n")
+    return result
+
+
+LIAR_FAULT = os.environ.get("EVALARC_TEST_LIAR_FAULT", "ack-without-work")
+
+
+def hostile_scenario(cluster: Cluster, out: Path) -> dict[str, Any]:
+    """The reference evaluated while one case's worker sends a 300 MB transcript and another's
+    never returns (task deadline shortened to the case's 20 s, start-up 10 s, grace 10 s)."""
+    workspace = out / "hostile-reference"
+    materialize_workspace("durable-kv", "python", reference=True, fault=None, dest=workspace)
+    result: dict[str, Any] = {"scenario": "hostile"}
+    grace = ray_executor.TASK_GRACE_SECONDS
+    ray_executor.TASK_GRACE_SECONDS = 10.0
+    ray_executor.run_case_on_node = hostile_run
+    watch = RssWatch()
+    started = time.monotonic()
+    try:
+        evaluation = run_evaluate(
+            workspace, out / "hostile",
+            EvaluateOptions(image=IMAGE, seeds=SEEDS, executor="ray", case_timeout=20.0,
+                            startup_timeout=10.0, ray_address=cluster.address))
+    finally:
+        ray_executor.run_case_on_node = REAL_RUN
+        ray_executor.TASK_GRACE_SECONDS = grace
+    result.update(
+        seconds=round(time.monotonic() - started, 1),
+        rss_growth=watch.growth(),
+        valid=evaluation.report["valid"],
+        notes=list(evaluation.notes),
+        stalled_tasks=_until(time.monotonic() + 30, _stalled_tasks),
+    )
+    with (out / "results.jsonl").open("a") as stream:
+        stream.write(json.dumps(result) + "\n")
+    return result
+
+
+def _stalled_tasks() -> list[str]:
+    """Worker processes still sleeping in the stalled case (force-cancelled ones are killed)."""
+    return [task for task in _case_tasks() if "run_case_on_node" in task]
 
 
 def counted_run(log: Path) -> Any:
@@ -396,6 +539,8 @@ def scenario(cluster: Cluster, name: str, out: Path) -> dict[str, Any]:
         executor="ray",
         ray_address=cluster.address,
         retry_infrastructure=1 if name == "node-removed-retried" else 0,
+        # No sample where a node is removed: the counts below are of first runs only.
+        ray_verify_sample=0 if name.startswith("node-removed") else None,
     )
     log = out / f"invocations-{name}.jsonl"
     slot_nodes = slot_node_ids()
@@ -486,6 +631,13 @@ def main() -> None:
                 continue
             if name.startswith(("cancel-", "kill-")):
                 cancel_scenario(cluster, name, out)
+                continue
+            if name in ("lying-reference", "hostile"):
+                while len(cluster.list_all_nodes()) < 4:  # the head and 3 slot nodes
+                    cluster.add_node(num_cpus=1, resources={ray_executor.SLOT_RESOURCE: SLOTS})
+                cluster.wait_for_nodes()
+                (lying_reference_scenario if name == "lying-reference" else hostile_scenario)(
+                    cluster, out)
                 continue
             if name != "one-node" and len(cluster.list_all_nodes()) < 4:
                 while len(cluster.list_all_nodes()) < 4:  # the head and 3 slot nodes

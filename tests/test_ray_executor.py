@@ -52,7 +52,8 @@ TIMING = ("created_at", "evaluation_seconds", "duration_seconds", "recording_sha
 """What differs between two runs of the same audit: when it ran and how long each case took
 (``recording_sha256`` hashes a transcript with its timings; ``transcript_sha256``, without
 them, is compared)."""
-HOW_IT_RAN = ("jobs", "executor", "ray_nodes", "ray_slots", "retry_infrastructure")
+HOW_IT_RAN = ("jobs", "executor", "ray_nodes", "ray_slots", "ray_verify_sample",
+              "retry_infrastructure")
 """The params.json options that say how the cases ran, not what was measured."""
 
 
@@ -111,6 +112,18 @@ def _without_timing(value: Any) -> Any:
         return {key: _without_timing(item) for key, item in value.items() if key not in TIMING}
     if isinstance(value, list):
         return [_without_timing(item) for item in value]
+    return value
+
+
+RETRIES = ("retry_infrastructure", "attempts", "failed_attempts")
+"""What a run with --retry-infrastructure adds to its evaluations."""
+
+
+def _without(value: Any, keys: tuple[str, ...]) -> Any:
+    if isinstance(value, dict):
+        return {key: _without(item, keys) for key, item in value.items() if key not in keys}
+    if isinstance(value, list):
+        return [_without(item, keys) for item in value]
     return value
 
 
@@ -187,18 +200,28 @@ def test_ray_audit_is_the_jobs_audit(
     assert index["runtimes"] == threads_index["runtimes"]
     assert _run_keys(index) == _run_keys(threads_index) and len(_run_keys(index)) == 9 * 15
     params, threads_params = (_json(path / "params.json") for path in (folder, threads_audit))
+    assert re.fullmatch("[0-9a-f]{32}", params.pop("ray_sample_seed"))
     assert {key: params.pop(key) for key in HOW_IT_RAN if key in params} == {
-        "executor": "ray", "ray_nodes": nodes, "ray_slots": 2 * nodes}
+        "executor": "ray", "ray_nodes": nodes, "ray_slots": 2 * nodes, "ray_verify_sample": 4}
     assert threads_params.pop("jobs") == 4 and "executor" not in threads_params
     assert params == threads_params
     assert "127.0.0.1" not in (folder / "params.json").read_text()
     assert _verify(folder).returncode == 0
     assert result["containers_left"] == []
-    # Each control's snapshot went into the object store once; one Ray task per case, only on
-    # nodes that declare the slot resource, on every node.
+    # Each control's snapshot went into the object store once; one Ray task per case and one
+    # more for each of the 4 sampled cases, only on nodes that declare the slot resource, on
+    # every node.
     assert result["snapshot_puts"] == 9
-    assert result["invocations"] == {"tasks": 9 * 15, "cases": 9 * 15, "most_per_case": 1,
+    assert result["invocations"] == {"tasks": 9 * 15 + 4, "cases": 9 * 15, "most_per_case": 2,
                                      "nodes_used": nodes, "slot_nodes_only": True}
+    # Every case names the node that ran it; the 4 sampled ones the node that re-ran them
+    # (another node when there is one).
+    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    completed = [event for event in events if event["event"] == "case_completed"]
+    assert {event["ray_node"] for event in completed} == set(range(1, nodes + 1))
+    reruns = [event for event in completed if "ray_rerun_node" in event]
+    assert len(reruns) == 4
+    assert all((event["ray_rerun_node"] != event["ray_node"]) == (nodes > 1) for event in reruns)
 
 
 def test_a_lying_worker_is_caught_by_the_host(cluster_runs: dict[str, Any]) -> None:
@@ -275,10 +298,28 @@ def test_retry_infrastructure_reruns_the_lost_cases(
     assert result["removed_after"] >= 20
     lost = [note for note in result["notes"] if LOST in note]
     assert lost and len(lost) == len(result["notes"])
-    # Each lost case ran once more, on a node still there, and passed as under --jobs.
+    # Each lost case ran once more, on a node still there, and passed as under --jobs: the
+    # same audit but for what the retries add to each evaluation (RETRIES).
     assert result["valid"] is True
-    assert _without_timing(_audit(folder)) == _without_timing(_audit(threads_audit))
-    assert _records(folder) == _records(threads_audit)
+    assert _without(_without_timing(_audit(folder)), RETRIES) == _without_timing(
+        _audit(threads_audit))
+    records = _records(folder)
+    assert {key: _without(record, RETRIES) for key, record in records.items()} == _records(
+        threads_audit)
+    # Each evaluation states the retries, each case its attempts, and each case that ran again
+    # its failed attempt: the loss, with the recording of that fault.
+    evaluations = [_json(path) for path in sorted((folder / "evaluations").glob("*.json"))]
+    assert all(evaluation["retry_infrastructure"] == 1 for evaluation in evaluations)
+    cases = [case for evaluation in evaluations for case in evaluation["cases"]]
+    again = [case for case in cases if case["attempts"] == 2]
+    assert len(again) == len(lost)
+    assert all(len(record["failed_attempts"]) == 1
+               and record["failed_attempts"][0]["error"].startswith(LOST)
+               and (folder / "recordings" /
+                    f"{record['failed_attempts'][0]['recording_sha256']}.jsonl").is_file()
+               for record in again)
+    assert all(case["attempts"] == 1 and "failed_attempts" not in case
+               for case in cases if case not in again)
     invocations = result["invocations"]
     assert invocations["cases"] == 9 * 15 and invocations["most_per_case"] == 2
     assert invocations["tasks"] <= 9 * 15 + len(lost)

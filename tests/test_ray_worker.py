@@ -47,10 +47,13 @@ def test_a_worker_keeps_a_bounded_number_of_backends(
     controls = _snapshots(tmp_path, [None, "memory-only", "delete-noop"])
     statuses = []
     for blob, sha256 in [*controls, controls[0]]:
-        answer = ray_executor.run_case_on_node(
+        header, transcript = ray_executor.run_case_on_node(
             "durable-kv", blob, sha256, 17, "read-write-delete", pack.limits, IMAGE
         )
-        statuses.append(answer["record"]["status"])
+        statuses.append(header["record"]["status"])
+        # The header names the snapshot run and the size of the transcript sent beside it.
+        assert header["candidate_sha256"] == sha256
+        assert header["transcript_bytes"] == len(transcript) > 0
         assert len(ray_executor._BACKENDS) <= 2
         assert next(reversed(ray_executor._BACKENDS))[0] == sha256
     assert statuses[0] == statuses[3] == "passed"
@@ -98,9 +101,9 @@ def test_a_sweep_removes_the_copies_no_case_holds(
     ray_executor.sweep_node([], idle_seconds=0)
     assert sorted(entry.name for entry in node.iterdir()) == []
     # A worker that finds its copy swept unpacks (and checks) a new one and holds it.
-    answer = ray_executor.run_case_on_node(
+    header, _ = ray_executor.run_case_on_node(
         "durable-kv", blob, mine, 17, "read-write-delete", pack.limits, IMAGE)
-    assert answer["record"]["status"] == "passed"
+    assert header["record"]["status"] == "passed"
     copy = ray_executor.copy_folder(node, mine)
     assert (copy / "snapshot" / "main.py").is_file() and (copy / ray_executor.LOCK_FILE).is_file()
     ray_executor.sweep_node([mine])  # nothing holds it once the case ended

@@ -122,6 +122,18 @@ def test_only_infrastructure_failures_are_retried_and_every_attempt_is_kept(
             "went away); running it again") in done.stderr.splitlines()
     params = json.loads((folder / "params.json").read_text())
     assert params["retry_infrastructure"] == 2 and params["jobs"] == 1
+    # The report states the retries and each case's attempts (only a run with retries does).
+    assert report["retry_infrastructure"] == 2
+    assert [case["attempts"] for case in report["cases"]] == [
+        3 if case["status"] == "environment_error" else 1 for case in report["cases"]]
+    # Each failed attempt's error comes with the recording of its fault (the counted attempt's
+    # recording is the case's own).
+    failed = broken[0]["failed_attempts"]
+    assert [item["error"] for item in failed] == ["cleanup failed: the engine went away"] * 2
+    for item in failed:
+        fault = (folder / "recordings" / f"{item['recording_sha256']}.jsonl").read_text()
+        assert json.loads(fault)["message"] == "cleanup failed: the engine went away"
+    assert all("failed_attempts" not in case for case in report["cases"] if case is not broken[0])
     verified = _cli("verify", folder, cwd=tmp_path)
     assert verified.returncode == 0, verified.stderr
     assert "records are consistent" in verified.stdout
@@ -133,6 +145,11 @@ def test_only_infrastructure_failures_are_retried_and_every_attempt_is_kept(
     tampered = {
         # an attempt fewer than the two re-runs asked for
         "after 2 attempt(s), not the 3": [*lines[:retried_at[1]], *lines[retried_at[1] + 2:]],
+        # a failed attempt's error other than its recorded fault
+        "states an error other than its attempt's recorded fault": [
+            *lines[:retried_at[0]],
+            lines[retried_at[0]].replace("the engine went away", "the node caught fire"),
+            *lines[retried_at[0] + 1:]],
         # a failed attempt the run never had
         "differs from the next attempt's case_started": [
             *lines[:retried_at[1] + 1],
@@ -145,7 +162,7 @@ def test_only_infrastructure_failures_are_retried_and_every_attempt_is_kept(
         assert refused.returncode == 2 and message in refused.stderr, (message, refused.stderr)
     (folder / "events.jsonl").write_text("".join(lines))
     for key, value, message in [
-        ("retry_infrastructure", 1, "more often than retry_infrastructure allows"),
+        ("retry_infrastructure", 1, "retry_infrastructure 1 is not the 2 the report states"),
         ("retry_infrastructure", 11, "retry_infrastructure must be a whole number from 0 to 10"),
         ("jobs", 0, "jobs must be a whole number above 0"),
         ("executor", "dask", "unknown executor 'dask'"),
@@ -155,6 +172,67 @@ def test_only_infrastructure_failures_are_retried_and_every_attempt_is_kept(
         (folder / "params.json").write_text(json.dumps(edited_params, indent=2) + "\n")
         refused = _cli("verify", folder, cwd=tmp_path)
         assert refused.returncode == 2 and message in refused.stderr, (key, refused.stderr)
+
+
+def test_retries_cannot_be_granted_after_the_run(tmp_path: Path) -> None:
+    """A run without retries: adding ``retry_infrastructure`` to params.json and a failed
+    attempt to events.jsonl is refused (the report states no retries); so is a report whose
+    stated attempts the events do not show."""
+    folder = _local(tmp_path, 2, "plain")
+    report_text = (folder / "evaluation.json").read_text()
+    assert "retry_infrastructure" not in report_text and '"attempts"' not in report_text
+    params = json.loads((folder / "params.json").read_text())
+    lines = (folder / "events.jsonl").read_text().splitlines(keepends=True)
+    started = next(number for number, line in enumerate(lines)
+                   if json.loads(line)["event"] == "case_started")
+    first = json.loads(lines[started])
+    stamp = first["created_at"]
+    retried = {key: value for key, value in first.items() if key not in ("schema_version",
+                                                                          "created_at")}
+    retried.update(event="case_retried", attempt=1, error="anything at all")
+    forged_lines = [
+        *lines[:started + 1],
+        compact_json({"schema_version": first["schema_version"], "created_at": stamp,
+                      **retried}) + "\n",
+        lines[started].replace('"case_started"', '"case_started","attempt":2').replace(
+            '"case_id"', '"attempt":2,"case_id"', 0),
+        *lines[started + 1:],
+    ]
+    again = json.loads(forged_lines[started + 2])
+    again["attempt"] = 2
+    forged_lines[started + 2] = compact_json(again) + "\n"
+    completed_at = next(number for number, line in enumerate(forged_lines)
+                        if json.loads(line)["event"] == "case_completed"
+                        and json.loads(line)["case_id"] == first["case_id"]
+                        and json.loads(line)["seed"] == first["seed"])
+    completed = json.loads(forged_lines[completed_at])
+    completed["attempt"] = 2
+    forged_lines[completed_at] = compact_json(completed) + "\n"
+    (folder / "events.jsonl").write_text("".join(forged_lines))
+    (folder / "params.json").write_text(
+        json.dumps({**params, "retry_infrastructure": 1}, indent=2) + "\n")
+    refused = _cli("verify", folder, cwd=tmp_path)
+    assert refused.returncode == 2, refused.stdout
+    assert "retry_infrastructure 1 is not the 0 the report states" in refused.stderr, (
+        refused.stderr)
+    # The report states the retry too, but no failed attempt (so no recorded fault for the
+    # error the forged case_retried states), and an attempt count the events do not show.
+    report = json.loads(report_text)
+    report["retry_infrastructure"] = 1
+    for case in report["cases"]:
+        case["attempts"] = 1
+    (folder / "evaluation.json").write_text(json.dumps(report, indent=2) + "\n")
+    refused = _cli("verify", folder, cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "states an error other than its attempt's recorded fault" in refused.stderr, (
+        refused.stderr)
+    forged_lines.pop(started + 1)  # without the case_retried: one attempt fewer than events say
+    forged_lines.pop(started + 1)
+    (folder / "events.jsonl").write_text("".join(forged_lines))
+    refused = _cli("verify", folder, cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "differs from the event the verified report implies" in refused.stderr, (
+        refused.stderr)
 
 
 def test_candidate_faults_are_never_retried(tmp_path: Path) -> None:
@@ -233,6 +311,10 @@ def test_options_that_would_be_ignored_are_refused(tmp_path: Path) -> None:
         (("evaluate", workspace, "--ray-address", "127.0.0.1:6379"),
          "--ray-address is only for --executor ray"),
         (("audit", "--ray-address", "127.0.0.1:6379"), "--ray-address is only for --executor ray"),
+        (("evaluate", workspace, "--ray-verify-sample", "3"),
+         "--ray-verify-sample is only for --executor ray"),
+        (("audit", "--executor", "ray", "--ray-verify-sample", "-1"),
+         "--ray-verify-sample must be between 0 and 100000, not -1"),
     ]:
         done = _cli(*command, "--output", "out", cwd=tmp_path)
         assert done.returncode == 2 and message in done.stderr, (command, done.stderr)

@@ -62,11 +62,13 @@ from evalarc.reports.backends import (
     case_limits,
     check_executor,
     check_image,
+    check_ray_sample,
     close_backend,
     executor_notes,
     executor_params,
     jobs_for,
     make_backend,
+    recorded_ray,
     recorded_retries,
 )
 from evalarc.reports.kind import ReportKind, write_page
@@ -74,6 +76,7 @@ from evalarc.reports.replayed import (
     INFORMATIONAL,
     SCOPE,
     RecordedOptions,
+    adopt_attempts,
     case_labels,
     events_check,
     recorded_options,
@@ -166,6 +169,8 @@ class AuditOptions:
     """``threads`` (this machine) or ``ray`` (one Ray task per case on a cluster)."""
     ray_address: str | None = None
     """The Ray cluster to join (None: ``RAY_ADDRESS`` or a new local one); never recorded."""
+    ray_verify_sample: int | None = None
+    """Cases re-run on a second Ray node to check the first (None: the default)."""
     retry_infrastructure: int = 0
     """Re-run a case whose infrastructure failed at most this many more times."""
 
@@ -206,6 +211,7 @@ def resolve_audit(options: AuditOptions) -> ResolvedAudit:
     without = tuple(sorted(set(options.without_cases)))
     audited = reduced_pack(pack, without, seeds) if without else pack
     check_executor(options.executor, options.backend, options.jobs, options.ray_address)
+    check_ray_sample(options.executor, options.ray_verify_sample)
     check_retries(options.retry_infrastructure)
     jobs = options.jobs if options.jobs is not None else default_jobs()
     check_jobs(jobs)
@@ -383,6 +389,8 @@ def _executor(
             resolved.limits,
             image=resolved.image or DEFAULT_IMAGE,
             address=options.ray_address,
+            seeds=resolved.seeds,
+            verify_sample=options.ray_verify_sample,
             on_start=started,
         )
     return ThreadExecutor(
@@ -671,6 +679,8 @@ def recompute_audit_folder(
             control.name: _replay_control(control, audited, options, saved, store)
             for control in controls
         }
+        for name, report in reports.items():
+            adopt_attempts(report, saved[name], recorded_retries(params), audited, options, store)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     context = audit_context(
@@ -759,7 +769,7 @@ def derived_audit_files(
     derived: dict[str, Any] = {
         f"{EVALUATIONS_DIR}/{name}.json": text_bytes(pretty_json(report)) for name, report in runs
     }
-    derived[EVENTS_FILE] = events_check(runs, recorded_retries(params))
+    derived[EVENTS_FILE] = events_check(runs, recorded_retries(params), recorded_ray(params))
     return derived
 
 

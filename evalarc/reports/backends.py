@@ -5,6 +5,7 @@ the options that choose it; shared by ``evaluate`` and ``audit``.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Mapping
 from contextlib import suppress
@@ -85,6 +86,17 @@ def jobs_for(options_jobs: int | None, backend: str) -> int:
     if backend == "replay":
         return 1
     return options_jobs if options_jobs is not None else default_jobs()
+
+
+def check_ray_sample(executor: str, sample: int | None) -> None:
+    """``--ray-verify-sample`` is for ``--executor ray`` only, a whole number from 0."""
+    if sample is None:
+        return
+    if executor != "ray":
+        raise UsageError("--ray-verify-sample is only for --executor ray")
+    from evalarc.ray_executor import check_verify_sample
+
+    check_verify_sample(sample)
 
 
 def executor_notes(executor: Executor) -> tuple[str, ...]:
@@ -267,6 +279,39 @@ def recorded_retries(params: Mapping[str, Any]) -> int:
             f"params.json: retry_infrastructure must be a whole number from 0 to "
             f"{MAX_RETRIES}, not {retries!r}"
         ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class RayRun:
+    """How params.json says a Ray run spread and checked its cases (``verify``): its slot
+    nodes, and the sample re-run on a second node with the seed that chose it."""
+
+    nodes: int
+    sample: int
+    seed: str
+
+
+def recorded_ray(params: Mapping[str, Any]) -> RayRun | None:
+    """A Ray run's nodes and sample (None for any other executor); a Ray folder must name
+    them, since every case's events name the node that ran it."""
+    if params.get("executor", "threads") != "ray":
+        if "ray_verify_sample" in params or "ray_sample_seed" in params:
+            raise VerificationError("params.json has a Ray sample but the cases did not run on Ray")
+        return None
+    nodes, sample, seed = (
+        params.get("ray_nodes"),
+        params.get("ray_verify_sample"),
+        params.get("ray_sample_seed"),
+    )
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+        raise VerificationError("params.json: a Ray run must record ray_nodes")
+    if isinstance(sample, bool) or not isinstance(sample, int) or not 0 <= sample <= 100_000:
+        raise VerificationError(
+            "params.json: a Ray run must record ray_verify_sample, a whole number from 0"
+        )
+    if not isinstance(seed, str) or re.fullmatch(r"[0-9a-f]{32}", seed) is None:
+        raise VerificationError("params.json: ray_sample_seed must be 32 lowercase hex digits")
+    return RayRun(nodes, sample, seed)
 
 
 def check_image(image: str | None) -> None:

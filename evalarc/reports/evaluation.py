@@ -67,11 +67,13 @@ from evalarc.reports.backends import (
     case_limits,
     check_executor,
     check_image,
+    check_ray_sample,
     close_backend,
     executor_notes,
     executor_params,
     jobs_for,
     make_backend,
+    recorded_ray,
     recorded_retries,
     replay_notes,
 )
@@ -79,6 +81,7 @@ from evalarc.reports.kind import ReportKind, write_page
 from evalarc.reports.replayed import (
     INFORMATIONAL,
     SCOPE,
+    adopt_attempts,
     case_labels,
     events_check,
     recorded_options,
@@ -162,6 +165,8 @@ class EvaluateOptions:
     """``threads`` (this machine) or ``ray`` (one Ray task per case on a cluster)."""
     ray_address: str | None = None
     """The Ray cluster to join (None: ``RAY_ADDRESS`` or a new local one); never recorded."""
+    ray_verify_sample: int | None = None
+    """Cases re-run on a second Ray node to check the first (None: the default)."""
     retry_infrastructure: int = 0
     """Re-run a case whose infrastructure failed at most this many more times."""
 
@@ -176,6 +181,7 @@ def resolve_options(options: EvaluateOptions) -> tuple[Pack, list[int], Limits]:
     if options.backend != "local":
         check_image(options.image)
     check_executor(options.executor, options.backend, options.jobs, options.ray_address)
+    check_ray_sample(options.executor, options.ray_verify_sample)
     if options.jobs is not None:
         check_jobs(options.jobs)
     check_retries(options.retry_infrastructure)
@@ -280,6 +286,8 @@ def run_evaluate(
                 limits,
                 image=options.image or DEFAULT_IMAGE,
                 address=options.ray_address,
+                seeds=seeds,
+                verify_sample=options.ray_verify_sample,
                 on_start=case_started(pack, [subject], len(plan_cases(pack, seeds)), progress),
             )
         else:
@@ -479,7 +487,9 @@ def recompute_evaluation_folder(
             request=replay_request(options, snapshot.command),
             labels=labels,
         )
-        return replayed_report(pack, snapshot, backend, options, recorded, store)
+        report = replayed_report(pack, snapshot, backend, options, recorded, store)
+        adopt_attempts(report, recorded, recorded_retries(params), pack, options, store)
+        return report
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -501,7 +511,7 @@ def derived_evaluation_files(
     """What ``evaluate`` derives from an evaluation: its events and its page."""
 
     return {
-        EVENTS_FILE: events_check([(None, report)], recorded_retries(params)),
+        EVENTS_FILE: events_check([(None, report)], recorded_retries(params), recorded_ray(params)),
     }
 
 

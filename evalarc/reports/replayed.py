@@ -26,10 +26,12 @@ from evalarc.errors import EvalArcError, VerificationError
 from evalarc.packs import (
     Pack,
     evaluate,
+    grader_sha256,
     load_pack,
+    plan_cases,
     validate_seeds,
 )
-from evalarc.reports.backends import check_seconds
+from evalarc.reports.backends import RayRun, check_seconds
 from evalarc.reports.run_folder import EVENTS_FILE
 from evalarc.runtime.protocol import Limits
 from evalarc.runtime.replay import (
@@ -139,6 +141,80 @@ def recordings_store(folder: EvidenceFolder, options: RecordedOptions) -> Record
 
 
 # -- timings and divergences -----------------------------------------------------------------
+
+
+def adopt_attempts(
+    recomputed: dict[str, Any],
+    recorded: Mapping[str, Any],
+    retries: int,
+    pack: Pack,
+    options: RecordedOptions,
+    store: RecordingStore,
+) -> None:
+    """With ``retries`` (params.json's ``retry_infrastructure``) the recomputed report states
+    them too, with each case's attempt count taken from the saved report when it is one the
+    retries allow, and each failed attempt's error derived here by replaying the recording of
+    its fault through the grader (it must replay as an infrastructure failure);
+    ``events.jsonl`` must then show exactly those attempts and errors (:func:`events_check`)."""
+    from evalarc.ray_executor import rederive
+    from evalarc.runtime.protocol import Transcript
+    from evalarc.schedule import bind_attempts
+
+    stated = recorded.get("retry_infrastructure", 0)
+    if stated != retries:
+        raise VerificationError(
+            f"params.json: retry_infrastructure {retries} is not the {stated!r} the report states"
+        )
+    if not retries:
+        return
+    saved_cases = recorded.get("cases")
+    cases = recomputed["cases"]
+    if not isinstance(saved_cases, list) or len(saved_cases) != len(cases):
+        raise VerificationError("the report's cases are not the recomputed cases")
+    planned = plan_cases(pack, options.seeds)
+    grader = grader_sha256(pack)
+    attempts: list[int] = []
+    failures: list[list[dict[str, Any]]] = []
+    for mine, saved, case in zip(cases, saved_cases, planned, strict=True):
+        label = f"case {mine['seed']}/{mine['case_id']}"
+        count = saved.get("attempts") if isinstance(saved, dict) else None
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= retries + 1:
+            raise VerificationError(
+                f"{label}: the report states no attempt count from 1 to {retries + 1} "
+                f"(retry_infrastructure {retries})"
+            )
+        failed = saved.get("failed_attempts", []) if count > 1 else []
+        if not isinstance(failed, list) or len(failed) != count - 1:
+            raise VerificationError(
+                f"{label}: the report does not list its {count - 1} failed attempt(s)"
+            )
+        derived = []
+        for number, item in enumerate(failed, start=1):
+            name = item.get("recording_sha256") if isinstance(item, dict) else None
+            try:
+                events = store.events(str(name))
+            except EvalArcError as error:
+                raise VerificationError(
+                    f"{label}: failed attempt {number}: {error.message}"
+                ) from None
+            record, _, divergences = rederive(
+                pack,
+                grader,
+                str(recomputed["candidate_sha256"]),
+                dict(recomputed["runtime"]),
+                options.limits,
+                case,
+                Transcript(list(events)),
+            )
+            if divergences or record.get("status") != "environment_error":
+                raise VerificationError(
+                    f"{label}: failed attempt {number}'s recording does not replay as an "
+                    "infrastructure failure"
+                )
+            derived.append({"error": record.get("error"), "recording_sha256": name})
+        attempts.append(count)
+        failures.append(derived)
+    bind_attempts(recomputed, retries, attempts, failures)
 
 
 def adopt_timings(
@@ -267,7 +343,35 @@ def _stamped_line(event: Mapping[str, Any], created_at: str) -> str:
     return compact_json({"schema_version": EVENT_SCHEMA, "created_at": created_at, **event})
 
 
-def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]], retries: int = 0) -> Any:
+def _ray_where(
+    value: Mapping[str, Any], ray: RayRun, sampled: bool, nodes_may_repeat: bool
+) -> dict[str, int] | str:
+    """The ``ray_node`` (and for a sampled case ``ray_rerun_node``) a Ray run's case event
+    must carry: present, a node number of the run, the re-run on another node when there was
+    one, and a re-run exactly for the sampled cases; else why not."""
+    where: dict[str, int] = {}
+    for key in ("ray_node", "ray_rerun_node"):
+        number = value.get(key)
+        if key not in value:
+            continue
+        if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= ray.nodes:
+            return f"has no node number of the run in {key}"
+        where[key] = number
+    if "ray_node" not in where:
+        return "does not name the Ray node that ran the case"
+    if sampled != ("ray_rerun_node" in where):
+        wanted = "was" if sampled else "was not"
+        return f"contradicts the recorded sample (the case {wanted} to be re-run on a second node)"
+    if sampled and not nodes_may_repeat and where["ray_rerun_node"] == where["ray_node"]:
+        return "names the same node for a sampled case's run and its re-run"
+    return where
+
+
+def events_check(
+    runs: Sequence[tuple[str | None, Mapping[str, Any]]],
+    retries: int = 0,
+    ray: RayRun | None = None,
+) -> Any:
     """A check of ``events.jsonl``: every line is one expected event of one run, stamped with a
     timestamp (its only volatile key), byte for byte; each run's events appear exactly once and
     in order (runs of an audit may interleave).
@@ -277,7 +381,43 @@ def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]], retries: 
     ``case_retried`` line (its ``error`` is the failed attempt's own, which no recording keeps)
     followed by the next attempt's ``case_started``; the ``case_completed`` then names the
     attempt that counted. A case that ended in an infrastructure failure must show every
-    attempt it was allowed."""
+    attempt it was allowed.
+
+    With ``ray`` (a Ray run), every ``case_retried`` and ``case_completed`` line names the
+    node that ran that attempt (``ray_node``), and a completed case of the recomputed sample
+    (:func:`evalarc.ray_executor.sampled_cases`) that was not an infrastructure failure names
+    the node that re-ran it (``ray_rerun_node``); no other case does."""
+    sample: set[tuple[int, int]] = set()
+    if ray is not None:
+        from evalarc.ray_executor import sampled_cases
+
+        first = runs[0][1]["cases"] if runs else []
+        sample = sampled_cases(
+            ray.seed,
+            ray.sample,
+            [str(report.get("candidate_sha256")) for _, report in runs],
+            [(case["seed"], case["case_id"]) for case in first],
+        )
+    run_number = {control: index for index, (control, _) in enumerate(runs)}
+    attempts_of = {
+        control: [case.get("attempts") for case in report["cases"]] for control, report in runs
+    }
+    """Each case's attempts as its report states them (None: a report without retries)."""
+    faults_of = {
+        control: [
+            case.get("failed_attempts", []) if "attempts" in case else None
+            for case in report["cases"]
+        ]
+        for control, report in runs
+    }
+    """Each case's failed attempts as its report states them (None: a report without
+    retries)."""
+
+    def where_of(value: Mapping[str, Any], control: Any, number: int, status: Any) -> Any:
+        if ray is None:
+            return {}
+        sampled = (run_number[control], number) in sample and status != "environment_error"
+        return _ray_where(value, ray, sampled, ray.nodes == 1)
 
     def check(data: bytes) -> str | None:
         try:
@@ -323,6 +463,16 @@ def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]], retries: 
                     if key not in ("status", "duration_seconds")
                 }
                 failed.update(event="case_retried", attempt=attempt[control], error=error)
+                recorded_faults = faults_of[control][expected["case_number"] - 1]
+                if recorded_faults is not None and (
+                    len(recorded_faults) < attempt[control]
+                    or recorded_faults[attempt[control] - 1].get("error") != error
+                ):
+                    return f"{where} states an error other than its attempt's recorded fault"
+                placed = where_of(value, control, expected["case_number"], "environment_error")
+                if isinstance(placed, str):
+                    return f"{where} {placed}"
+                failed.update(placed)
                 if not isinstance(error, str) or line != _stamped_line(failed, stamp):
                     return f"{where} differs from a case_retried event of this case"
                 retried[control] = True
@@ -340,7 +490,17 @@ def events_check(runs: Sequence[tuple[str | None, Mapping[str, Any]]], retries: 
                         f"{attempt[control]} attempt(s), not the {retries + 1} "
                         "retry_infrastructure allows"
                     )
+                stated = attempts_of[control][expected["case_number"] - 1]
+                if stated is not None and attempt[control] != stated:
+                    return (
+                        f"{where} ends a case after {attempt[control]} attempt(s), but the "
+                        f"report says {stated}"
+                    )
                 attempt[control] = 1
+                placed = where_of(value, control, expected["case_number"], expected["status"])
+                if isinstance(placed, str):
+                    return f"{where} {placed}"
+                expected = {**expected, **placed}
             if line != _stamped_line(expected, stamp):
                 return f"{where} differs from the event the verified report implies"
             position[control] += 1
