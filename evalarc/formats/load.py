@@ -10,7 +10,13 @@ from pathlib import Path
 from evalarc.canonical import strict_loads
 from evalarc.errors import InputError, UsageError
 from evalarc.formats.archive import MEMBER_CAP, show_name
+from evalarc.formats import swebench
 from evalarc.formats.evaluation import is_evaluation, resolve_evaluation_path
+from evalarc.formats.harness_markers import (
+    first_member_format,
+    refuse_lmeval_results,
+    whole_document_format,
+)
 from evalarc.formats.inspect import top_level_member_types
 from evalarc.formats.model import Run, Source
 from evalarc.formats.registry import FORMAT_NAMES, format_choices, not_a_result_file, reader_named
@@ -50,13 +56,18 @@ def detect_format(path: Path, head: bytes) -> str:
     # Stream the top-level members instead of parsing a (possibly huge) log twice: an Inspect
     # log names its `eval` object in its first few keys, so detection stops there.
     saw_results = saw_schema = False
-    for key, kind in top_level_member_types(path):
+    keys: set[str] = set()
+    for index, (key, kind) in enumerate(top_level_member_types(path)):
+        if index == 0 and (harness := first_member_format(key, kind)) is not None:
+            return harness
         if key == "eval" and kind is dict:
             return "inspect"
-        if key == "results" and kind is dict and not saw_schema:
+        if key == "results" and kind is dict and not saw_schema and index > 0:
             # Inspect writes `eval` before `results` (also with sorted keys); an EvalArc
             # evaluation starts with schema_version. Deciding here spares a walk of every row.
+            # (lm-eval's results_*.json starts with `results`: decided after the walk.)
             return "promptfoo"
+        keys.add(key)
         saw_results = saw_results or (key == "results" and kind is dict)
         saw_schema = saw_schema or (key == "schema_version" and kind is str)
     problem = ""
@@ -67,7 +78,10 @@ def detect_format(path: Path, head: bytes) -> str:
         assert isinstance(document, dict)
         problem = f"schema_version {show_name(str(document.get('schema_version')))}"
     if saw_results:
+        refuse_lmeval_results(path, keys)
         return "promptfoo"
+    if not saw_schema and (harness := whole_document_format(path)) is not None:
+        return harness
     raise InputError(not_a_result_file(path, problem))
 
 
@@ -111,6 +125,8 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
     if not path.exists():
         raise InputError(f"{path} does not exist")
     if path.is_dir() and not path.is_symlink():
+        if format in ("auto", "swebench") and swebench.is_run_folder(path):
+            return _checked(swebench.read_run_folder(path, threshold), path)
         raise InputError(f"{path} is a directory, not a result file (or an evaluation folder)")
     if path.is_symlink() or not path.is_file():
         raise InputError(f"{path} is not a regular file")
@@ -132,6 +148,10 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
         run = _read(path, source, threshold, chosen)
     except InputError as error:
         raise _with_whole_path(error, path) from None
+    return _checked(run, path)
+
+
+def _checked(run: Run, path: Path) -> Run:
     if not run.cases:
         raise InputError(f"{path} contains no scored cases")
     longest = max(run.cases, key=len)
