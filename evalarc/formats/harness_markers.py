@@ -41,7 +41,7 @@ def refuse_lmeval_results(path: Path, keys: set[str]) -> None:
 
 def whole_document_format(path: Path) -> str | None:
     """"swebench" for a small JSON document of SWE-bench's shapes; None otherwise."""
-    from evalarc.formats.swebench import is_instance_report, is_run_summary
+    from evalarc.formats.swebench import is_folder_bundle, is_instance_report, is_run_summary
 
     try:
         if path.stat().st_size > MAX_SNIFF_BYTES:
@@ -49,6 +49,6 @@ def whole_document_format(path: Path) -> str | None:
         document = strict_loads(path.read_bytes())
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
-    if is_instance_report(document) or is_run_summary(document):
+    if is_instance_report(document) or is_run_summary(document) or is_folder_bundle(document):
         return "swebench"
     return None

@@ -26,11 +26,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evalarc.canonical import strict_loads
+from evalarc.canonical import canonical_bytes, strict_loads
 from evalarc.errors import InputError
 from evalarc.formats.model import Attempt, Headline, Run, SampleMeta, Source, cut_evidence
 
 RESOLVED = "resolved"
+BUNDLE_KEY = "swebench_run_folder"
 HEADLINE_NAME = "SWE-bench resolved rate"
 REPORT_NAME = "report.json"
 LOG_NAME = "run_instance.log"
@@ -50,6 +51,8 @@ _SUMMARY_LISTS = {
     "empty_patch_instances": "empty_patch_ids",
     "completed_instances": "completed_ids",
     "submitted_instances": "submitted_ids",
+    "infra_failure_instances": "infra_failure_ids",
+    "ambiguous_failure_instances": "ambiguous_failure_ids",
 }
 SUMMARY_MARKERS = frozenset(
     {"total_instances", "resolved_ids", "unresolved_ids", "error_ids", "completed_ids"}
@@ -72,6 +75,9 @@ def read_swebench(path: Path, source: Source, threshold: float) -> Run:
     """A report.json or a run summary (a run folder goes through :func:`read_run_folder`)."""
     name = str(path)
     document = _load_json(path, name)
+    if is_folder_bundle(document):
+        assert isinstance(document, dict)
+        return _bundle_run(name, document, source, threshold)
     if is_run_summary(document):
         assert isinstance(document, dict)
         return _summary_run(name, document, source, threshold)
@@ -98,41 +104,72 @@ def is_run_folder(path: Path) -> bool:
 
 def read_run_folder(path: Path, threshold: float) -> Run:
     """Read every instance folder under ``path`` (bounded: depth, entries, report size; a
-    symbolic link anywhere in the walk is refused)."""
+    symbolic link anywhere in the walk is refused). The run is read from the folder's bundle
+    (:func:`folder_bundle`), so a report folder's copy of it gives the same run."""
+    data = folder_bundle(path)
+    document = strict_loads(data)
+    assert isinstance(document, dict)
+    source = Source(name=path.name, sha256=hashlib.sha256(data).hexdigest())
+    return _bundle_run(str(path), document, source, threshold)
+
+
+def folder_bundle(path: Path) -> bytes:
+    """One canonical JSON document of a run folder: each instance's report.json as SWE-bench
+    wrote it, or the reason it has none. Report folders keep this as their copy of the input
+    (a folder cannot be copied as one file), and :func:`read_swebench` reads it back."""
     name = str(path)
-    builder = _Builder()
-    digest = hashlib.sha256()
-    owners: dict[str, Path] = {}
+    instances: dict[str, Any] = {}
+    owners: dict[str, str] = {}
     for folder in sorted(_instance_folders(path, name)):
         instance_id = folder.name
         relative = folder.relative_to(path).as_posix()
         if instance_id in owners:
             raise InputError(
-                f"{name}: instance {instance_id} appears in {owners[instance_id].relative_to(path)}"
-                f" and {relative}; pass one model folder of one run"
+                f"{name}: instance {instance_id} appears in {owners[instance_id]} and "
+                f"{relative}; pass one model folder of one run"
             )
-        owners[instance_id] = folder
+        owners[instance_id] = relative
         report = folder / REPORT_NAME
         shown = f"{name}/{relative}/{REPORT_NAME}"
         if _is_regular(report, shown):
-            data = _read_bounded(report, shown)
-            digest.update(f"{relative}\0".encode() + hashlib.sha256(data).digest())
-            document = _parse(data, shown)
+            document = _parse(_read_bounded(report, shown), shown)
             if not is_instance_report(document) or instance_id not in document:  # type: ignore[operator]
                 raise InputError(f"{shown} is not the SWE-bench report of instance {instance_id}")
             assert isinstance(document, dict)
-            builder.add_report(shown, instance_id, document[instance_id])
+            instances[instance_id] = {"folder": relative, "report": document[instance_id]}
         else:
-            digest.update(f"{relative}\0error".encode())
             reason = "evaluation error: no report.json"
             tail = _log_tail(folder / LOG_NAME, f"{name}/{relative}/{LOG_NAME}")
             if tail:
                 reason += f" (run_instance.log ends: {tail})"
-            builder.add_unassessed(instance_id, reason)
-    if not builder.cases:
+            instances[instance_id] = {"folder": relative, "error": reason}
+    if not instances:
         raise InputError(f"{name} holds no SWE-bench instance folders (<instance_id>/report.json)")
-    source = Source(name=path.name, sha256=digest.hexdigest())
-    return builder.run(source, threshold, {"kind": "run folder"})
+    return canonical_bytes({BUNDLE_KEY: path.name, "instances": instances})
+
+
+def is_folder_bundle(document: object) -> bool:
+    return (
+        isinstance(document, dict)
+        and isinstance(document.get(BUNDLE_KEY), str)
+        and isinstance(document.get("instances"), dict)
+        and len(document) == 2
+    )
+
+
+def _bundle_run(name: str, document: dict[str, Any], source: Source, threshold: float) -> Run:
+    builder = _Builder()
+    for instance_id, entry in document["instances"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("folder"), str):
+            raise InputError(f"{name}: instance {instance_id} has no folder")
+        shown = f"{name}: {entry['folder']}/{REPORT_NAME}"
+        if "report" in entry:
+            builder.add_report(shown, instance_id, entry["report"])
+        elif isinstance(entry.get("error"), str):
+            builder.add_unassessed(instance_id, entry["error"])
+        else:
+            raise InputError(f"{name}: instance {instance_id} has neither a report nor an error")
+    return builder.run(source, threshold, {"kind": "run folder", "folder": document[BUNDLE_KEY]})
 
 
 # -- the run summary ---------------------------------------------------------------------------
@@ -154,26 +191,51 @@ def _summary_run(name: str, document: dict[str, Any], source: Source, threshold:
                 f"{name}: {count_key} is {count!r} but {list_key} lists {len(lists[list_key])}"
             )
     resolved, unresolved = set(lists["resolved_ids"]), set(lists["unresolved_ids"])
-    if "completed_ids" in document and set(lists["completed_ids"]) != resolved | unresolved:
+    errors, completed = set(lists["error_ids"]), set(lists["completed_ids"])
+    # make_run_report: a completed instance is resolved or unresolved, or an error when its
+    # report.json is empty or unreadable.
+    if "completed_ids" in document and not (
+        resolved | unresolved <= completed <= resolved | unresolved | errors
+    ):
         raise InputError(
-            f"{name}: completed_ids ({len(lists['completed_ids'])}) are not the resolved and "
-            f"unresolved ids ({len(resolved | unresolved)})"
+            f"{name}: completed_ids ({len(completed)}) are not the resolved and unresolved ids "
+            f"({len(resolved | unresolved)}) plus errors"
         )
-    reasons = (
+    infra = set(lists["infra_failure_ids"])
+    classified = infra | set(lists["ambiguous_failure_ids"])
+    if not classified <= unresolved | errors:
+        raise InputError(
+            f"{name}: infra_failure_ids/ambiguous_failure_ids name instances that are neither "
+            "unresolved nor errors"
+        )
+    reasons_of = document.get("failure_reasons", {})
+    if not isinstance(reasons_of, dict):
+        raise InputError(f"{name}: failure_reasons is not an object")
+    outcomes = (
         ("resolved_ids", True, "resolved"),
         ("unresolved_ids", False, "unresolved"),
         ("error_ids", None, "unassessed: evaluation error"),
         ("empty_patch_ids", None, "unassessed: empty patch"),
-        ("incomplete_ids", None, "unassessed: not evaluated (incomplete)"),
+        ("incomplete_ids", None, "unassessed: not evaluated (no prediction)"),
     )
     builder = _Builder()
     where: dict[str, str] = {}
-    for key, passed, evidence in reasons:
+    for key, passed, evidence in outcomes:
         for instance_id in lists[key]:
             if instance_id in where:
-                raise InputError(f"{name}: instance {instance_id} is in {where[instance_id]} and {key}")
+                raise InputError(
+                    f"{name}: instance {instance_id} is in {where[instance_id]} and {key}"
+                )
             where[instance_id] = key
-            builder.add(instance_id, RESOLVED, Attempt(passed=passed, value=passed, evidence=evidence))
+            verdict, said = passed, evidence
+            if instance_id in infra:
+                # SWE-bench's own classification: an environment fault, not the model's.
+                verdict, said = None, "unassessed: likely infrastructure failure"
+            if instance_id in reasons_of:
+                said += f" ({reasons_of[instance_id]})"
+            builder.add(
+                instance_id, RESOLVED, Attempt(passed=verdict, value=passed, evidence=said)
+            )
     total = document.get("total_instances")
     identity = {"kind": "run summary", "schema_version": document.get("schema_version")}
     run = builder.run(source, threshold, identity)
@@ -212,12 +274,15 @@ class _Builder:
                 raise InputError(
                     f"{name}: {instance_id} is resolved but its patch was not applied"
                 )
-            # SWE-bench counts it completed and unresolved (its tests never ran).
-            self.add(
-                instance_id,
-                RESOLVED,
-                Attempt(False, False, "unresolved: patch not applied or tests did not run"),
-            )
+            reason = report.get("infra_failure_reason")
+            said = f" ({reason})" if reason else ""
+            if report.get("infra_failure") is True:
+                # SWE-bench's own classification: an environment fault, not the model's.
+                self.add_unassessed(instance_id, f"likely infrastructure failure{said}")
+                return
+            # SWE-bench counts it completed and unresolved (no parseable test output).
+            evidence = f"unresolved: patch not applied or no test output{said}"
+            self.add(instance_id, RESOLVED, Attempt(False, False, cut_evidence(evidence)))
             return
         if not isinstance(status, dict):
             raise InputError(
