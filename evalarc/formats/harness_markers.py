@@ -1,11 +1,12 @@
 """Detect the agent-harness formats (SWE-bench, lm-eval, OpenAI Evals) from each file's own
 markers, for :func:`evalarc.formats.load.detect_format`.
 
-Only markers the producer always writes are used, never a file name: lm-eval's sample lines
-start with ``doc_id``; an OpenAI Evals record log starts with ``{"spec": {...}}``; a SWE-bench
-``report.json`` maps one instance id to ``patch_is_None``/``patch_exists``/
-``patch_successfully_applied``/``resolved``, and its run summary carries ``total_instances`` and
-the id lists. Each reader checks the rest of the shape and refuses what does not fit.
+Only markers the producer always writes are used, never a file name: lm-eval's sample
+lines start with ``doc_id`` and carry ``doc_hash``, ``filter`` and ``metrics`` (decided in
+the loader once the first line's keys are known); an OpenAI Evals record log starts with
+``{"spec": {...}}``; a SWE-bench ``report.json`` maps one instance id to ``patch_is_None``,
+``patch_exists``, ``patch_successfully_applied`` and ``resolved``, and its run summary carries
+``total_instances`` and the id lists. Each reader checks the rest of the shape and refuses what does not fit.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ MAX_SNIFF_BYTES = 16 * 1024 * 1024
 a run summary is far smaller)."""
 
 _FIRST_MEMBERS: dict[tuple[str, type], str] = {
-    ("doc_id", int): "lmeval",
     ("spec", dict): "openai_evals",
 }
 
@@ -40,7 +40,7 @@ def refuse_lmeval_results(path: Path, keys: set[str]) -> None:
 
 
 def whole_document_format(path: Path) -> str | None:
-    """"swebench" for a small JSON document of SWE-bench's shapes; None otherwise."""
+    """ "swebench" for a small JSON document of SWE-bench's shapes; None otherwise."""
     from evalarc.formats.swebench import is_folder_bundle, is_instance_report, is_run_summary
 
     try:

@@ -114,9 +114,7 @@ def read_lmeval(path: Path, source: Source, threshold: float) -> Run:
         if metas:
             metas[0].verdicts.update(verdicts)
         else:
-            metas.append(
-                SampleMeta(output_text=responses[:OUTPUT_TEXT_CHARS], verdicts=verdicts)
-            )
+            metas.append(SampleMeta(output_text=responses[:OUTPUT_TEXT_CHARS], verdicts=verdicts))
             material[case] = [
                 Material("input", _text(line.get("arguments"))),
                 Material("expected", _text(line.get("target"))),

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from evalarc.canonical import strict_loads
 from evalarc.errors import InputError, UsageError
-from evalarc.formats.archive import MEMBER_CAP, show_name
 from evalarc.formats import swebench
+from evalarc.formats.archive import MEMBER_CAP, show_name
 from evalarc.formats.evaluation import is_evaluation, resolve_evaluation_path
 from evalarc.formats.harness_markers import (
     first_member_format,
@@ -18,6 +18,7 @@ from evalarc.formats.harness_markers import (
     whole_document_format,
 )
 from evalarc.formats.inspect import top_level_member_types
+from evalarc.formats.lmeval import is_samples_line
 from evalarc.formats.model import Run, Source
 from evalarc.formats.registry import FORMAT_NAMES, format_choices, not_a_result_file, reader_named
 
@@ -57,9 +58,11 @@ def detect_format(path: Path, head: bytes) -> str:
     # log names its `eval` object in its first few keys, so detection stops there.
     saw_results = saw_schema = False
     keys: set[str] = set()
+    first = ""
     for index, (key, kind) in enumerate(top_level_member_types(path)):
         if index == 0 and (harness := first_member_format(key, kind)) is not None:
             return harness
+        first = key if index == 0 else first
         if key == "eval" and kind is dict:
             return "inspect"
         if key == "results" and kind is dict and not saw_schema and index > 0:
@@ -80,6 +83,8 @@ def detect_format(path: Path, head: bytes) -> str:
     if saw_results:
         refuse_lmeval_results(path, keys)
         return "promptfoo"
+    if first == "doc_id" and is_samples_line(dict.fromkeys(keys)):
+        return "lmeval"
     if not saw_schema and (harness := whole_document_format(path)) is not None:
         return harness
     raise InputError(not_a_result_file(path, problem))

@@ -42,7 +42,9 @@ MAX_FOLDER_ENTRIES = 200_000
 MAX_DEPTH = 2
 """Instance folders are looked for at most this far below the folder given (run/model/instance)."""
 _LOG_TAIL_BYTES = 4096
-_REPORT_KEYS = frozenset({"patch_is_None", "patch_exists", "patch_successfully_applied", "resolved"})
+_REPORT_KEYS = frozenset(
+    {"patch_is_None", "patch_exists", "patch_successfully_applied", "resolved"}
+)
 _TEST_GROUPS = ("FAIL_TO_PASS", "PASS_TO_PASS")
 _SUMMARY_LISTS = {
     "resolved_instances": "resolved_ids",
@@ -64,11 +66,11 @@ def is_instance_report(document: object) -> bool:
     if not isinstance(document, dict) or len(document) != 1:
         return False
     (value,) = document.values()
-    return isinstance(value, dict) and _REPORT_KEYS <= value.keys()
+    return isinstance(value, dict) and value.keys() >= _REPORT_KEYS
 
 
 def is_run_summary(document: object) -> bool:
-    return isinstance(document, dict) and SUMMARY_MARKERS <= document.keys()
+    return isinstance(document, dict) and document.keys() >= SUMMARY_MARKERS
 
 
 def read_swebench(path: Path, source: Source, threshold: float) -> Run:
@@ -233,9 +235,7 @@ def _summary_run(name: str, document: dict[str, Any], source: Source, threshold:
                 verdict, said = None, "unassessed: likely infrastructure failure"
             if instance_id in reasons_of:
                 said += f" ({reasons_of[instance_id]})"
-            builder.add(
-                instance_id, RESOLVED, Attempt(passed=verdict, value=passed, evidence=said)
-            )
+            builder.add(instance_id, RESOLVED, Attempt(passed=verdict, value=passed, evidence=said))
     total = document.get("total_instances")
     identity = {"kind": "run summary", "schema_version": document.get("schema_version")}
     run = builder.run(source, threshold, identity)
@@ -258,7 +258,7 @@ class _Builder:
         self.add(instance_id, RESOLVED, Attempt(passed=None, evidence=cut_evidence(reason)))
 
     def add_report(self, name: str, instance_id: str, report: object) -> None:
-        if not isinstance(report, dict) or not _REPORT_KEYS <= report.keys():
+        if not isinstance(report, dict) or not report.keys() >= _REPORT_KEYS:
             raise InputError(f"{name}: the report of {instance_id} lacks SWE-bench's fields")
         resolved = report["resolved"]
         if not isinstance(resolved, bool):
@@ -271,9 +271,7 @@ class _Builder:
         status = report.get("tests_status")
         if report["patch_successfully_applied"] is not True:
             if resolved:
-                raise InputError(
-                    f"{name}: {instance_id} is resolved but its patch was not applied"
-                )
+                raise InputError(f"{name}: {instance_id} is resolved but its patch was not applied")
             reason = report.get("infra_failure_reason")
             said = f" ({reason})" if reason else ""
             if report.get("infra_failure") is True:

@@ -64,7 +64,9 @@ def run(side: str, scratch: Path) -> dict[str, object]:
     return {
         "samples": f"{side}/{samples.name}",
         "acc": reported["acc,none"],
-        "per_doc_acc": {str(r["doc_id"]): r["acc"] for r in sorted(rows, key=lambda r: r["doc_id"])},
+        "per_doc_acc": {
+            str(r["doc_id"]): r["acc"] for r in sorted(rows, key=lambda r: r["doc_id"])
+        },
     }
 
 

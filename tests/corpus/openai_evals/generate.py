@@ -71,10 +71,14 @@ def main() -> None:
         assert float(accuracy.group(1)) == final["accuracy"]
         sides[side] = {"accuracy": final["accuracy"], "correct": dict(sorted(matches.items()))}
     regressed = sorted(
-        s for s, ok in sides["baseline"]["correct"].items() if ok and not sides["current"]["correct"].get(s)
+        s
+        for s, ok in sides["baseline"]["correct"].items()
+        if ok and not sides["current"]["correct"].get(s)
     )
     improved = sorted(
-        s for s, ok in sides["current"]["correct"].items() if ok and not sides["baseline"]["correct"].get(s)
+        s
+        for s, ok in sides["current"]["correct"].items()
+        if ok and not sides["baseline"]["correct"].get(s)
     )
     assert sides["baseline"]["accuracy"] == sides["current"]["accuracy"], sides
     assert regressed and improved, sides

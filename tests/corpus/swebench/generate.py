@@ -92,7 +92,9 @@ def test_output(instance_id: str, failing: list[str]) -> str:
         else:
             lines.append(f"PASSED {test}")
     failed = sum(1 for t in tests if t in failing)
-    lines.append(f"========================= {failed} failed, {len(tests) - failed} passed in 0.42s =========================")
+    lines.append(
+        f"{'=' * 25} {failed} failed, {len(tests) - failed} passed in 0.42s {'=' * 25}"
+    )
     lines.append(">>>>> End Test Output")
     lines.append(f">>>>> Test Exit Code: {1 if failed else 0}")
     return "\n".join(lines) + "\n"
