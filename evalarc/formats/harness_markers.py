@@ -6,7 +6,8 @@ lines start with ``doc_id`` and carry ``doc_hash``, ``filter`` and ``metrics`` (
 the loader once the first line's keys are known); an OpenAI Evals record log starts with
 ``{"spec": {...}}``; a SWE-bench ``report.json`` maps one instance id to ``patch_is_None``,
 ``patch_exists``, ``patch_successfully_applied`` and ``resolved``, and its run summary carries
-``total_instances`` and the id lists. Each reader checks the rest of the shape and refuses what does not fit.
+``total_instances`` and the id lists. Each reader checks the rest of the shape and refuses
+what does not fit.
 """
 
 from __future__ import annotations
