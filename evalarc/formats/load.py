@@ -9,7 +9,6 @@ from pathlib import Path
 
 from evalarc.canonical import strict_loads
 from evalarc.errors import InputError, UsageError
-from evalarc.formats import swebench
 from evalarc.formats.archive import MEMBER_CAP, show_name
 from evalarc.formats.evaluation import is_evaluation, resolve_evaluation_path
 from evalarc.formats.harness_markers import (
@@ -21,6 +20,7 @@ from evalarc.formats.inspect import top_level_member_types
 from evalarc.formats.lmeval import is_samples_line
 from evalarc.formats.model import Run, Source
 from evalarc.formats.registry import FORMAT_NAMES, format_choices, not_a_result_file, reader_named
+from evalarc.formats.swebench import is_run_folder, read_run_folder
 
 MAX_RESULT_BYTES = 512 * 1024 * 1024
 """A result file larger than this is refused before it is read."""
@@ -130,8 +130,8 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
     if not path.exists():
         raise InputError(f"{path} does not exist")
     if path.is_dir() and not path.is_symlink():
-        if format in ("auto", "swebench") and swebench.is_run_folder(path):
-            return _checked(swebench.read_run_folder(path, threshold), path)
+        if format in ("auto", "swebench") and is_run_folder(path):
+            return _checked(read_run_folder(path, threshold), path)
         raise InputError(f"{path} is a directory, not a result file (or an evaluation folder)")
     if path.is_symlink() or not path.is_file():
         raise InputError(f"{path} is not a regular file")
