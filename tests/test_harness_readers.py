@@ -180,16 +180,18 @@ def test_lmeval_document_that_lost_acc_blocks_under_a_flat_headline(
     baseline, current = lmeval_inputs(corpus)
     result = cli("diff", baseline, current, "--output", tmp_path / "out")
     assert result.exit_code == 1, result.output
-    assert blocking_rows(tmp_path / "out") == [
-        (f"capitals_mc doc {doc}", "acc", "regressed") for doc in pair["regressed_docs"]
-    ]
+    (regressed,) = pair["regressed_docs"]
+    ((case, check, kind),) = blocking_rows(tmp_path / "out")
+    assert (case.split(" [")[0], check, kind) == (f"doc {regressed}", "acc", "regressed")
+    assert cli("verify", tmp_path / "out").exit_code == 0
     for side, path in zip(("baseline", "current"), (baseline, current), strict=True):
         run = load_results(path)
         assert run.format == "lmeval"
         assert run.headline is not None and run.headline.value == pair[side]["acc"]
-        assert {
-            c.removeprefix("capitals_mc doc "): a["acc"][0].value for c, a in run.cases.items()
-        } == pair[side]["per_doc_acc"]
+        per_doc = {
+            c.split(" [")[0].removeprefix("doc "): a["acc"][0].value for c, a in run.cases.items()
+        }
+        assert per_doc == pair[side]["per_doc_acc"]
 
 
 def test_lmeval_samples_whose_mean_disagrees_with_results_beside_are_refused(
@@ -223,13 +225,21 @@ def test_lmeval_results_file_alone_points_at_the_samples_file(
     assert "samples_<task>_<timestamp>.jsonl" in result.output
 
 
-def test_lmeval_changed_doc_hash_for_one_doc_id_is_refused_in_a_file(tmp_path: Path) -> None:
+def test_lmeval_doc_hash_is_part_of_the_case_and_two_in_one_file_are_refused(
+    cli: Cli, tmp_path: Path
+) -> None:
     line = {"doc_id": 0, "doc": {}, "target": "0", "arguments": {}, "resps": [],
             "filtered_resps": [], "filter": "none", "metrics": ["acc"], "doc_hash": "a",
             "prompt_hash": "p", "target_hash": "t", "acc": 1.0}  # fmt: skip
     path = tmp_path / "samples.jsonl"
     path.write_text(json.dumps(line) + "\n", encoding="utf-8")
-    assert load_results(path).identity["doc_hash"] == {"doc 0": "a"}
+    assert list(load_results(path).cases) == ["doc 0 [a]"]
+    # the same doc_id with other content in another run is another case: removed, so it blocks
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps(dict(line, doc_hash="b")) + "\n", encoding="utf-8")
+    result = cli("diff", path, other, "--output", tmp_path / "out")
+    assert result.exit_code == 1
+    assert ("doc 0 [a]", "acc", "removed") in blocking_rows(tmp_path / "out")
     again = dict(line, filter="strict", doc_hash="b")
     path.write_text(json.dumps(line) + "\n" + json.dumps(again) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match="two doc_hash values"):
@@ -255,6 +265,7 @@ def test_openai_evals_sample_that_lost_its_match_blocks(
     assert blocking_rows(tmp_path / "out") == [
         (sample, "match", "regressed") for sample in pair["regressed"]
     ]
+    assert cli("verify", tmp_path / "out").exit_code == 0
     for side, path in zip(("baseline", "current"), (baseline, current), strict=True):
         run = load_results(path)
         assert run.format == "openai_evals" and not run.incomplete

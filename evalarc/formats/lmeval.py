@@ -3,14 +3,18 @@
 lm-eval writes one line per document and filter: ``doc_id``, ``doc``, ``target``,
 ``arguments``, ``resps``, ``filtered_resps``, ``filter``, ``metrics`` (the names of the metrics
 scored) and each metric's value, plus ``doc_hash`` / ``prompt_hash`` / ``target_hash``. A case is
-the task and ``doc_id``; a check is a metric under a filter, named as lm-eval names it in its
+the ``doc_id`` with the first characters of its ``doc_hash`` (``doc 3 [098d2b31]``): one
+samples file is one task, and the lines do not name it, so a document whose content differs
+under the same id is another case (removed and added, which blocks) rather than a false match;
+a check is a metric under a filter, named as lm-eval names it in its
 results (``acc``, ``exact_match,strict-match``; the ``none`` filter is left out).
 
 Per-document values of 0/1 (``acc``, ``exact_match``) or true/false are verdicts (pass at the
 threshold, default 1.0). Any other value (a corpus-level metric's tuple, a log-likelihood) is not
-a per-document verdict: that check is unassessed, with the value stated. The task is not written
-on the lines; it is taken from the file name lm-eval gives (``samples_<task>_<timestamp>``) and,
-when its ``results_<timestamp>.json`` lies beside it, the metric means are reconciled with it.
+a per-document verdict: that check is unassessed, with the value stated. When the file keeps
+the name lm-eval gives it (``samples_<task>_<timestamp>.jsonl``) and its
+``results_<timestamp>.json`` lies beside it, the metric means are reconciled with that file.
+Nothing read depends on the file name, so a report folder's copy reads the same.
 
 An aggregate ``results_*.json`` alone holds no documents; it is refused with a pointer to the
 samples file.
@@ -62,11 +66,10 @@ def results_file_refusal(path: Path | str) -> str:
 def read_lmeval(path: Path, source: Source, threshold: float) -> Run:
     name = str(path)
     matched = _NAME.match(path.name.removesuffix(".jsonl"))
-    task = matched["task"] if matched else None
     cases: dict[str, dict[str, list[Attempt]]] = {}
     samples: dict[str, list[SampleMeta]] = {}
     material: dict[str, list[Material]] = {}
-    hashes: dict[str, str] = {}
+    hashes: dict[int, str] = {}
     sums: dict[str, list[float]] = {}
     seen: set[tuple[int, str]] = set()
     for number, line in json_lines(path, what=WHAT):
@@ -88,10 +91,12 @@ def read_lmeval(path: Path, source: Source, threshold: float) -> Run:
                 f"(line {number}); EvalArc does not pool them"
             )
         seen.add((doc_id, filter_name))
-        case = f"{task} doc {doc_id}" if task else f"doc {doc_id}"
-        doc_hash = str(line["doc_hash"])
-        if hashes.setdefault(case, doc_hash) != doc_hash:
+        doc_hash = line["doc_hash"]
+        if not isinstance(doc_hash, str) or not doc_hash:
+            raise InputError(f"{name}: line {number}: doc_hash {doc_hash!r} is not a hash")
+        if hashes.setdefault(doc_id, doc_hash) != doc_hash:
             raise InputError(f"{name}: doc_id {doc_id} has two doc_hash values (line {number})")
+        case = case_id(doc_id, doc_hash)
         checks = cases.setdefault(case, {})
         verdicts: dict[str, bool | None] = {}
         responses = _text(line.get("filtered_resps"))
@@ -125,19 +130,24 @@ def read_lmeval(path: Path, source: Source, threshold: float) -> Run:
     if matched is not None:
         _reconcile(path, matched["task"], matched["stamp"], means)
     first = next(iter(means), None)
-    headline = (
-        Headline(f"lm-eval {task or 'task'} {first}", means[first]) if first is not None else None
-    )
+    headline = Headline(f"lm-eval {first}", means[first]) if first is not None else None
     return Run(
         format="lmeval",
         source=source,
         threshold=threshold,
         cases=cases,
-        identity={"task": task, "doc_hash": hashes},
+        identity={"documents": len(hashes)},
         headline=headline,
         material=material,
         samples=samples,
     )
+
+
+def case_id(doc_id: int, doc_hash: str) -> str:
+    """``doc 3 [098d2b31]``: the doc_id and the first characters of lm-eval's doc_hash, so a
+    document whose content changed under the same doc_id (another task's file, another dataset
+    revision) is another case: it shows as removed and added, never as the same case."""
+    return f"doc {doc_id} [{doc_hash[:8]}]"
 
 
 def _verdict(value: object, threshold: float) -> tuple[bool | None, float | None]:
