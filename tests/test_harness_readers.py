@@ -338,3 +338,35 @@ def test_every_harness_file_is_detected_from_its_own_markers(corpus: Path, tmp_p
             renamed = tmp_path / "renamed.data"
             shutil.copyfile(path, renamed)
             assert detect_format(renamed, renamed.read_bytes()[:64]) == expected, path
+
+
+# -- case evidence -------------------------------------------------------------------------------
+
+
+def test_case_views_show_each_harness_evidence(cli: Cli, corpus: Path, tmp_path: Path) -> None:
+    """The case view of the regressed case names what changed, in the harness's own terms."""
+    from evalarc.evidence import read_case_evidence
+
+    swebench = truth(corpus, "swebench")
+    (instance,) = swebench["regressed"]
+    folder = swebench_inputs(corpus, "folder")[1]
+    cli("diff", swebench_inputs(corpus, "folder")[0], folder, "--output", tmp_path / "swe")
+    side = read_case_evidence(tmp_path / "swe/current.json", "swebench")[instance]
+    texts = {(s.title, i.label): i.text for s in side.sections for i in s.items}
+    (failing,) = swebench["current"]["failing_tests"][instance]
+    assert texts[("PASS_TO_PASS", "failing")] == failing.removeprefix("PASS_TO_PASS: ")
+    assert texts[("SWE-bench report", "resolved")] == "false"
+    (error,) = swebench["current"]["error_ids"]
+    error_side = read_case_evidence(tmp_path / "swe/current.json", "swebench")[error]
+    assert "BuildImageError" in error_side.sections[0].items[0].text
+
+    lmeval = read_case_evidence(lmeval_inputs(corpus)[1], "lmeval")
+    (doc,) = truth(corpus, "lmeval")["regressed_docs"]
+    (case,) = [c for c in lmeval if c.startswith(f"doc {doc} [")]
+    labels = {i.label: i.text for i in lmeval[case].sections[0].items}
+    assert labels["acc"] == "0.0" and "Question:" in labels["arguments"]
+
+    oai = read_case_evidence(oaieval_inputs(corpus)[1], "openai_evals")
+    (sample,) = truth(corpus, "openai_evals")["regressed"]
+    match = next(s for s in oai[sample].sections if s.title.endswith("· match"))
+    assert {i.label: i.text for i in match.items}["correct"] == "false"

@@ -401,6 +401,12 @@ def _load_json(path: Path, name: str) -> object:
     return _parse(_read_bounded(path, name), name)
 
 
+def load_document(path: Path) -> object:
+    """The JSON document of a SWE-bench file (a report, a summary or a run folder's bundle),
+    under the reader's size cap and strict parsing."""
+    return _load_json(path, str(path))
+
+
 def _log_tail(path: Path, shown: str) -> str:
     """The last non-blank line of run_instance.log (its error), when there is one."""
     if not _is_regular(path, shown):
