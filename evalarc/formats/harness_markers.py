@@ -31,11 +31,18 @@ def first_member_format(key: str, kind: type) -> str | None:
     return _FIRST_MEMBERS.get((key, kind))
 
 
-def refuse_lmeval_results(path: Path, keys: set[str]) -> None:
+def refuse_lmeval_results(path: Path) -> None:
     """lm-eval's aggregate ``results_<timestamp>.json`` (``results`` first, then ``versions``,
-    ``n-shot``, ``configs``...) holds no documents: refused with a pointer to the samples file."""
+    ``n-shot``, ``configs``...) holds no documents: refused with a pointer to the samples file.
+    Called only when ``results`` is a file's first key (promptfoo writes ``evalId`` first); a
+    file whose walk fails is left to the promptfoo reader, which names the problem."""
+    from evalarc.formats.inspect import top_level_member_types
     from evalarc.formats.lmeval import RESULTS_MARKERS, results_file_refusal
 
+    try:
+        keys = {key for key, _ in top_level_member_types(path)}
+    except InputError:
+        return
     if len(RESULTS_MARKERS & keys) >= 2:
         raise InputError(results_file_refusal(path))
 

@@ -63,14 +63,15 @@ def detect_format(path: Path, head: bytes) -> str:
         if index == 0 and (harness := first_member_format(key, kind)) is not None:
             return harness
         first = key if index == 0 else first
+        keys.add(key)
         if key == "eval" and kind is dict:
             return "inspect"
-        if key == "results" and kind is dict and not saw_schema and index > 0:
+        if key == "results" and kind is dict and not saw_schema:
             # Inspect writes `eval` before `results` (also with sorted keys); an EvalArc
             # evaluation starts with schema_version. Deciding here spares a walk of every row.
-            # (lm-eval's results_*.json starts with `results`: decided after the walk.)
+            if index == 0:
+                refuse_lmeval_results(path)  # lm-eval's results_*.json starts with `results`
             return "promptfoo"
-        keys.add(key)
         saw_results = saw_results or (key == "results" and kind is dict)
         saw_schema = saw_schema or (key == "schema_version" and kind is str)
     problem = ""
@@ -81,7 +82,6 @@ def detect_format(path: Path, head: bytes) -> str:
         assert isinstance(document, dict)
         problem = f"schema_version {show_name(str(document.get('schema_version')))}"
     if saw_results:
-        refuse_lmeval_results(path, keys)
         return "promptfoo"
     if first == "doc_id" and is_samples_line(dict.fromkeys(keys)):
         return "lmeval"
