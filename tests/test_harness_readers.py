@@ -370,3 +370,67 @@ def test_case_views_show_each_harness_evidence(cli: Cli, corpus: Path, tmp_path:
     (sample,) = truth(corpus, "openai_evals")["regressed"]
     match = next(s for s in oai[sample].sections if s.title.endswith("· match"))
     assert {i.label: i.text for i in match.items}["correct"] == "false"
+
+
+# -- hostile shapes ------------------------------------------------------------------------------
+
+_JUNK: list[object] = [None, 1, -1.5, "x", "", [], {}, True, [1, "a"], {"a": None}]
+
+
+def _paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+def _replaced(value: Any, path: tuple[object, ...], junk: object) -> Any:
+    if not path:
+        return junk
+    head, *rest = path
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[head] = _replaced(value[head], tuple(rest), junk)  # type: ignore[index]
+    return copy
+
+
+@pytest.mark.parametrize("harness", ["swebench", "lmeval", "openai_evals"])
+def test_any_value_replaced_is_read_or_refused_in_one_line(
+    corpus: Path, tmp_path: Path, harness: str
+) -> None:
+    """Every value of a real file replaced by junk of every JSON type: each result is a run or
+    an InputError, never another exception (seeded, so a failure is reproducible)."""
+    import random
+
+    rng = random.Random(26)
+    if harness == "swebench":
+        sources = [swebench_inputs(corpus, "summary")[0]]
+        sources += sorted((corpus / "swebench/baseline").rglob("report.json"))[:1]
+    elif harness == "lmeval":
+        sources = [lmeval_inputs(corpus)[0]]
+    else:
+        sources = [oaieval_inputs(corpus)[0]]
+    tried = 0
+    for source in sources:
+        lines = source.read_text(encoding="utf-8").splitlines()
+        documents = [json.loads("\n".join(lines))] if source.suffix == ".json" else None
+        parsed = documents or [json.loads(line) for line in lines]
+        for number, document in enumerate(parsed):
+            paths = _paths(document)
+            for path in rng.sample(paths, min(len(paths), 40)):
+                junk = rng.choice(_JUNK)
+                changed = list(parsed)
+                changed[number] = _replaced(document, path, junk)
+                target = tmp_path / f"mutated{source.suffix}"
+                text = "\n".join(json.dumps(d) for d in changed)
+                target.write_text(text + "\n", encoding="utf-8")
+                for fmt in ("auto", harness):
+                    try:
+                        load_results(target, fmt)
+                    except InputError as error:
+                        assert "\n" not in error.message
+                    tried += 1
+    assert tried >= 80
