@@ -302,7 +302,8 @@ class _Builder:
                     check = f"{group}: {test}"
                     if check in self.cases.get(instance_id, {}):
                         raise InputError(f"{name}: {instance_id} lists {check} twice")
-                    self.add(instance_id, check, Attempt(passed, outcome))
+                    said = f"tests_status.{group}.{outcome}"
+                    self.add(instance_id, check, Attempt(passed, outcome, said))
                 failures += 0 if passed else len(names)
         expected = failures == 0  # SWE-bench: FULL when f2p == 1 and p2p == 1
         if resolved != expected:
