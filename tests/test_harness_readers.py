@@ -434,3 +434,9 @@ def test_any_value_replaced_is_read_or_refused_in_one_line(
                         assert "\n" not in error.message
                     tried += 1
     assert tried >= 80
+
+
+def test_lmeval_format_forced_on_a_results_file_points_at_the_samples(corpus: Path) -> None:
+    (results,) = (corpus / "lmeval/baseline").glob("results_*.json")
+    with pytest.raises(InputError, match=r"samples_<task>_<timestamp>\.jsonl"):
+        load_results(results, "lmeval")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def read_lmeval(path: Path, source: Source, threshold: float) -> Run:
     hashes: dict[int, str] = {}
     sums: dict[str, list[float]] = {}
     seen: set[tuple[int, str]] = set()
-    for number, line in json_lines(path, what=WHAT):
+    for number, line in _lines(path):
         if not is_samples_line(line):
             if number == 1 and "results" in line and RESULTS_MARKERS & line.keys():
                 raise InputError(results_file_refusal(name))
@@ -141,6 +142,22 @@ def read_lmeval(path: Path, source: Source, threshold: float) -> Run:
         material=material,
         samples=samples,
     )
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The file's lines; a file whose first line is not JSON is checked for lm-eval's results
+    shape first, so ``--format lmeval`` on a results file gets the same pointer as detection."""
+    lines = json_lines(path, what=WHAT)
+    try:
+        first = next(lines, None)
+    except InputError:
+        from evalarc.formats.harness_markers import refuse_lmeval_results
+
+        refuse_lmeval_results(path)
+        raise
+    if first is not None:
+        yield first
+        yield from lines
 
 
 def case_id(doc_id: int, doc_hash: str) -> str:
