@@ -440,3 +440,14 @@ def test_lmeval_format_forced_on_a_results_file_points_at_the_samples(corpus: Pa
     (results,) = (corpus / "lmeval/baseline").glob("results_*.json")
     with pytest.raises(InputError, match=r"samples_<task>_<timestamp>\.jsonl"):
         load_results(results, "lmeval")
+
+
+def test_swebench_folder_of_two_models_is_refused_not_pooled(corpus: Path, tmp_path: Path) -> None:
+    folder = copy_folder(corpus, tmp_path)
+    other = folder.parent / "another-model"
+    other.mkdir()
+    moved = sorted(p for p in folder.iterdir())[-1]
+    moved.rename(other / moved.name)
+    with pytest.raises(InputError, match="several model folders"):
+        load_results(folder.parent)
+    assert len(load_results(folder).cases) == 3

@@ -147,6 +147,12 @@ def folder_bundle(path: Path) -> bytes:
             instances[instance_id] = {"folder": relative, "error": reason}
     if not instances:
         raise InputError(f"{name} holds no SWE-bench instance folders (<instance_id>/report.json)")
+    parents = sorted({relative.rpartition("/")[0] or "." for relative in owners.values()})
+    if len(parents) > 1:
+        raise InputError(
+            f"{name} holds the instances of several model folders ({', '.join(parents[:4])}); "
+            "pass one model folder of one run"
+        )
     return canonical_bytes({BUNDLE_KEY: path.name, "instances": instances})
 
 
