@@ -39,6 +39,9 @@ MAX_REPORT_BYTES = 16 * 1024 * 1024
 """One report.json (or a run summary) larger than this is refused."""
 MAX_FOLDER_ENTRIES = 200_000
 """A run folder whose walk meets more entries than this is refused."""
+MAX_FOLDER_BYTES = 256 * 1024 * 1024
+"""The report.json files of one run folder may hold this many bytes together (each is parsed
+and kept in the folder's bundle)."""
 MAX_DEPTH = 2
 """Instance folders are looked for at most this far below the folder given (run/model/instance)."""
 _LOG_TAIL_BYTES = 4096
@@ -122,6 +125,7 @@ def folder_bundle(path: Path) -> bytes:
     name = str(path)
     instances: dict[str, Any] = {}
     owners: dict[str, str] = {}
+    total = 0
     for folder in sorted(_instance_folders(path, name)):
         instance_id = folder.name
         relative = folder.relative_to(path).as_posix()
@@ -134,7 +138,11 @@ def folder_bundle(path: Path) -> bytes:
         report = folder / REPORT_NAME
         shown = f"{name}/{relative}/{REPORT_NAME}"
         if _is_regular(report, shown):
-            document = _parse(_read_bounded(report, shown), shown)
+            data = _read_bounded(report, shown)
+            total += len(data)
+            if total > MAX_FOLDER_BYTES:
+                raise InputError(f"{name}: its report.json files exceed {MAX_FOLDER_BYTES} bytes")
+            document = _parse(data, shown)
             if not is_instance_report(document) or instance_id not in document:  # type: ignore[operator]
                 raise InputError(f"{shown} is not the SWE-bench report of instance {instance_id}")
             assert isinstance(document, dict)
