@@ -15,7 +15,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalarc.canonical import strict_loads
-from evalarc.errors import InputError
 
 MAX_SNIFF_BYTES = 16 * 1024 * 1024
 """A file with no deciding first member is parsed whole only up to this size (a report.json or
@@ -29,22 +28,6 @@ _FIRST_MEMBERS: dict[tuple[str, type], str] = {
 def first_member_format(key: str, kind: type) -> str | None:
     """The harness whose files start with this member (key and type of value), if any."""
     return _FIRST_MEMBERS.get((key, kind))
-
-
-def refuse_lmeval_results(path: Path) -> None:
-    """lm-eval's aggregate ``results_<timestamp>.json`` (``results`` first, then ``versions``,
-    ``n-shot``, ``configs``...) holds no documents: refused with a pointer to the samples file.
-    Called only when ``results`` is a file's first key (promptfoo writes ``evalId`` first); a
-    file whose walk fails is left to the promptfoo reader, which names the problem."""
-    from evalarc.formats.inspect import top_level_member_types
-    from evalarc.formats.lmeval import RESULTS_MARKERS, results_file_refusal
-
-    try:
-        keys = {key for key, _ in top_level_member_types(path)}
-    except InputError:
-        return
-    if len(RESULTS_MARKERS & keys) >= 2:
-        raise InputError(results_file_refusal(path))
 
 
 def whole_document_format(path: Path) -> str | None:

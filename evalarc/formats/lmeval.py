@@ -64,6 +64,21 @@ def results_file_refusal(path: Path | str) -> str:
     )
 
 
+def refuse_lmeval_results(path: Path) -> None:
+    """lm-eval's aggregate ``results_<timestamp>.json`` (``results`` first, then ``versions``,
+    ``n-shot``, ``configs``...) holds no documents: refused with a pointer to the samples file.
+    Called only when ``results`` is a file's first key (promptfoo writes ``evalId`` first); a
+    file whose walk fails is left to the promptfoo reader, which names the problem."""
+    from evalarc.formats.inspect import top_level_member_types
+
+    try:
+        keys = {key for key, _ in top_level_member_types(path)}
+    except InputError:
+        return
+    if len(RESULTS_MARKERS & keys) >= 2:
+        raise InputError(results_file_refusal(path))
+
+
 def read_lmeval(path: Path, source: Source, threshold: float) -> Run:
     name = str(path)
     matched = _NAME.match(path.name.removesuffix(".jsonl"))
@@ -151,8 +166,6 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         first = next(lines, None)
     except InputError:
-        from evalarc.formats.harness_markers import refuse_lmeval_results
-
         refuse_lmeval_results(path)
         raise
     if first is not None:

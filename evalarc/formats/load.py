@@ -11,13 +11,9 @@ from evalarc.canonical import strict_loads
 from evalarc.errors import InputError, UsageError
 from evalarc.formats.archive import MEMBER_CAP, show_name
 from evalarc.formats.evaluation import is_evaluation, resolve_evaluation_path
-from evalarc.formats.harness_markers import (
-    first_member_format,
-    refuse_lmeval_results,
-    whole_document_format,
-)
+from evalarc.formats.harness_markers import first_member_format, whole_document_format
 from evalarc.formats.inspect import top_level_member_types
-from evalarc.formats.lmeval import is_samples_line
+from evalarc.formats.lmeval import is_samples_line, refuse_lmeval_results
 from evalarc.formats.model import Run, Source
 from evalarc.formats.registry import FORMAT_NAMES, format_choices, not_a_result_file, reader_named
 from evalarc.formats.swebench import is_run_folder, read_run_folder
