@@ -134,6 +134,15 @@ def copy_verified(source: Path, dest: Path, expected_sha256: str) -> None:
     """Copy ``source`` to ``dest`` byte for byte, requiring the bytes to hash to the digest
     computed when the file was read for the review (else the file changed in between)."""
     digest = hashlib.sha256()
+    if source.is_dir() and not source.is_symlink():
+        # A SWE-bench run folder: its copy is the one-file bundle its run was read from.
+        from evalarc.formats.swebench import folder_bundle
+
+        data = folder_bundle(source)
+        write_bytes(dest, data)
+        if hashlib.sha256(data).hexdigest() != expected_sha256:
+            raise InputError(f"{source} changed while it was being read")
+        return
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         with source.open("rb") as reader, dest.open("wb") as writer:

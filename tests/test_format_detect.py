@@ -19,7 +19,14 @@ if TYPE_CHECKING:
 
 NOT_READ = "not a result file EvalArc reads"
 
-EXPECTED = {"inspect": "inspect", "promptfoo": "promptfoo", "junit": "junit"}
+EXPECTED = {
+    "inspect": "inspect",
+    "promptfoo": "promptfoo",
+    "junit": "junit",
+    "swebench": "swebench",
+    "openai_evals": "openai_evals",
+    "lmeval": "lmeval",
+}
 
 
 def test_every_corpus_file_is_detected_as_its_tool(corpus: Path) -> None:
@@ -28,6 +35,11 @@ def test_every_corpus_file_is_detected_as_its_tool(corpus: Path) -> None:
     files = [p for p in files if p.relative_to(corpus).parts[0] != "junit" or p.suffix == ".xml"]
     # The generated promptfoo pairs carry a truth file computed from promptfoo's own output.
     files = [p for p in files if p.name != "truth.json"]
+    # lm-eval's aggregate results_*.json is refused (tests/test_harness_readers.py); its
+    # samples and the OpenAI Evals logs are JSON Lines.
+    files = [p for p in files if not p.name.startswith("results_")]
+    files += sorted((corpus / "lmeval").rglob("samples_*.jsonl"))
+    files += sorted((corpus / "openai_evals").glob("*.jsonl"))
     assert len(files) >= 30
     for path in files:
         expected = EXPECTED[path.relative_to(corpus).parts[0]]
@@ -163,24 +175,28 @@ def test_the_registry_is_the_one_list_of_formats(corpus: Path) -> None:
         "inspect": corpus / "inspect/capitals.baseline.eval",
         "promptfoo": corpus / "promptfoo/generated/qa.baseline.json",
         "junit": corpus / "junit/pytest/baseline.xml",
+        "swebench": corpus / "swebench/baseline/scripted-agent.evalarc-baseline.json",
+        "lmeval": next((corpus / "lmeval/baseline").glob("samples_*.jsonl")),
+        "openai_evals": corpus / "openai_evals/capitals.baseline.jsonl",
     }
     for name, path in examples.items():
         assert load_results(path, name).format == name
     with pytest.raises(UsageError) as caught:
-        load_results(examples["junit"], "swebench")
+        load_results(examples["junit"], "harbor")
     assert caught.value.message == (
-        "unknown format 'swebench'; use auto, inspect, promptfoo, junit or evaluation"
+        "unknown format 'harbor'; use auto, inspect, promptfoo, junit, swebench, lmeval, "
+        "openai_evals or evaluation"
     )
 
 
 def test_a_new_reader_is_named_in_the_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A reader added to READERS is listed, with its example, without touching the loader."""
     added = ResultReader(
-        "swebench", "SWE-bench report", "results.json from swebench.harness", "m", "read"
+        "harbor", "Harbor job", "jobs/<job>/result.json from harbor run", "m", "read"
     )
     monkeypatch.setattr(registry, "READERS", (*READERS, added))
     path = tmp_path / "x.dat"
     path.write_bytes(b"hello")
     with pytest.raises(InputError) as caught:
         load_results(path)
-    assert caught.value.message.endswith("; SWE-bench report: results.json from swebench.harness)")
+    assert caught.value.message.endswith("; Harbor job: jobs/<job>/result.json from harbor run)")

@@ -41,4 +41,16 @@ def read_case_evidence(
             from evalarc.evidence.junit import read_junit_evidence
 
             return read_junit_evidence(path, only, run)
+        if fmt == "swebench":
+            from evalarc.evidence.swebench import read_swebench_evidence
+
+            return read_swebench_evidence(path, only)
+        if fmt == "lmeval":
+            from evalarc.evidence.lmeval import read_lmeval_evidence
+
+            return read_lmeval_evidence(path, only)
+        if fmt == "openai_evals":
+            from evalarc.evidence.openai_evals import read_openai_evals_evidence
+
+            return read_openai_evals_evidence(path, only)
     return {}

@@ -12,9 +12,12 @@ from evalarc.errors import InputError, UsageError
 from evalarc.formats.archive import MEMBER_CAP, show_name
 from evalarc.formats.budget import reading_budget
 from evalarc.formats.evaluation import is_evaluation, resolve_evaluation_path
+from evalarc.formats.harness_markers import first_member_format, whole_document_format
 from evalarc.formats.inspect import top_level_member_types
+from evalarc.formats.lmeval import is_samples_line, refuse_lmeval_results
 from evalarc.formats.model import Run, Source
 from evalarc.formats.registry import FORMAT_NAMES, format_choices, not_a_result_file, reader_named
+from evalarc.formats.swebench import is_run_folder, read_run_folder
 
 MAX_RESULT_BYTES = 512 * 1024 * 1024
 """A result file larger than this is refused before it is read."""
@@ -51,12 +54,20 @@ def detect_format(path: Path, head: bytes) -> str:
     # Stream the top-level members instead of parsing a (possibly huge) log twice: an Inspect
     # log names its `eval` object in its first few keys, so detection stops there.
     saw_results = saw_schema = False
-    for key, kind in top_level_member_types(path):
+    keys: set[str] = set()
+    first = ""
+    for index, (key, kind) in enumerate(top_level_member_types(path)):
+        if index == 0 and (harness := first_member_format(key, kind)) is not None:
+            return harness
+        first = key if index == 0 else first
+        keys.add(key)
         if key == "eval" and kind is dict:
             return "inspect"
         if key == "results" and kind is dict and not saw_schema:
             # Inspect writes `eval` before `results` (also with sorted keys); an EvalArc
             # evaluation starts with schema_version. Deciding here spares a walk of every row.
+            if index == 0:
+                refuse_lmeval_results(path)  # lm-eval's results_*.json starts with `results`
             return "promptfoo"
         saw_results = saw_results or (key == "results" and kind is dict)
         saw_schema = saw_schema or (key == "schema_version" and kind is str)
@@ -69,6 +80,10 @@ def detect_format(path: Path, head: bytes) -> str:
         problem = f"schema_version {show_name(str(document.get('schema_version')))}"
     if saw_results:
         return "promptfoo"
+    if first == "doc_id" and is_samples_line(dict.fromkeys(keys)):
+        return "lmeval"
+    if not saw_schema and (harness := whole_document_format(path)) is not None:
+        return harness
     raise InputError(not_a_result_file(path, problem))
 
 
@@ -112,6 +127,8 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
     if not path.exists():
         raise InputError(f"{path} does not exist")
     if path.is_dir() and not path.is_symlink():
+        if format in ("auto", "swebench") and is_run_folder(path):
+            return _checked(read_run_folder(path, threshold), path)
         raise InputError(f"{path} is a directory, not a result file (or an evaluation folder)")
     if path.is_symlink() or not path.is_file():
         raise InputError(f"{path} is not a regular file")
@@ -134,6 +151,10 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
             run = _read(path, source, threshold, chosen)
     except InputError as error:
         raise _with_whole_path(error, path) from None
+    return _checked(run, path)
+
+
+def _checked(run: Run, path: Path) -> Run:
     if not run.cases:
         raise InputError(f"{path} contains no scored cases")
     longest = max(run.cases, key=len)

@@ -69,6 +69,28 @@ READERS: tuple[ResultReader, ...] = (
         "read_junit",
     ),
     ResultReader(
+        "swebench",
+        "SWE-bench results",
+        "logs/run_evaluation/<run_id>/<model>/ (a folder of <instance_id>/report.json), "
+        "a report.json, or the run summary <model>.<run_id>.json",
+        "evalarc.formats.swebench",
+        "read_swebench",
+    ),
+    ResultReader(
+        "lmeval",
+        "lm-evaluation-harness samples",
+        "samples_<task>_<timestamp>.jsonl from lm_eval --log_samples --output_path",
+        "evalarc.formats.lmeval",
+        "read_lmeval",
+    ),
+    ResultReader(
+        "openai_evals",
+        "OpenAI Evals record log",
+        "the .jsonl from oaieval <completion_fn> <eval> --record_path log.jsonl",
+        "evalarc.formats.openai_evals",
+        "read_openai_evals",
+    ),
+    ResultReader(
         "evaluation",
         "EvalArc evaluation",
         "evaluation.json or its folder from evalarc evaluate",
