@@ -29,6 +29,7 @@ from evalarc import schemas
 from evalarc.cancel import publishing, signals_held
 from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file, strict_loads
 from evalarc.errors import EvalArcError, InputError, OutputError, VerificationError
+from evalarc.formats.origins import forget_origin, note_origin
 
 if TYPE_CHECKING:
     from evalarc.formats.model import Run
@@ -253,6 +254,8 @@ class _PrivateReads:
             with signals_held():
                 shutil.rmtree(self.root, ignore_errors=True)
             self.root = None
+        for dest, _ in self.copies.values():
+            forget_origin(dest)
 
 
 _READS: contextvars.ContextVar[_PrivateReads | None] = contextvars.ContextVar(
@@ -365,6 +368,7 @@ def _copy_open(
     if record is None:
         raise error(f"{shown} exceeds {limit} bytes")
     reads.copies[key] = (dest, record)
+    note_origin(dest, Path(key))
     return dest, record
 
 

@@ -41,6 +41,7 @@ from evalarc.formats.model import (
     Source,
     cut_evidence,
 )
+from evalarc.formats.origins import origin_of
 
 WHAT = "lm-eval samples file"
 OUTPUT_TEXT_CHARS = 20_000
@@ -192,7 +193,7 @@ def _verdict(value: object, threshold: float) -> tuple[bool | None, float | None
 def _reconcile(path: Path, task: str, stamp: str, means: dict[str, float]) -> None:
     """Compare the samples' metric means with ``results_<stamp>.json`` beside the file, when
     lm-eval wrote one there: a disagreement means the lines were not read as lm-eval read them."""
-    results_path = path.with_name(f"results_{stamp}.json")
+    results_path = origin_of(path).with_name(f"results_{stamp}.json")
     try:
         if results_path.is_symlink() or not results_path.is_file():
             return

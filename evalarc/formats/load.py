@@ -128,7 +128,9 @@ def load_results(path: Path, format: str = "auto", threshold: float = 1.0) -> Ru
         raise InputError(f"{path} does not exist")
     if path.is_dir() and not path.is_symlink():
         if format in ("auto", "swebench") and is_run_folder(path):
-            return _checked(read_run_folder(path, threshold), path)
+            with reading_budget(str(path), 0):
+                run = read_run_folder(path, threshold)
+            return _checked(run, path)
         raise InputError(f"{path} is a directory, not a result file (or an evaluation folder)")
     if path.is_symlink() or not path.is_file():
         raise InputError(f"{path} is not a regular file")

@@ -28,6 +28,7 @@ from typing import Any
 
 from evalarc.canonical import canonical_bytes, strict_loads
 from evalarc.errors import InputError
+from evalarc.formats.budget import note_decompressed
 from evalarc.formats.model import Attempt, Headline, Run, SampleMeta, Source, cut_evidence
 
 RESOLVED = "resolved"
@@ -400,6 +401,7 @@ def _read_bounded(path: Path, shown: str) -> bytes:
         raise InputError(f"{shown} cannot be read: {error.strerror or error}") from None
     if len(data) > MAX_REPORT_BYTES:
         raise InputError(f"{shown} exceeds {MAX_REPORT_BYTES} bytes")
+    note_decompressed(len(data))  # a run folder's reports are what its reading budget counts
     return data
 
 
