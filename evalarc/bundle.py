@@ -15,16 +15,19 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalarc import schemas
-from evalarc.cancel import publishing, signals_held
+from evalarc.cancel import (
+    keep_temporary_folder,
+    new_temporary_folder,
+    publishing,
+    remove_temporary_folder,
+)
 from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file, strict_loads
 from evalarc.errors import EvalArcError, InputError, OutputError, VerificationError
 
@@ -58,14 +61,12 @@ def staged_folder(dest: Path) -> Iterator[Path]:
         raise OutputError(f"cannot write {dest}: {parent} is not a folder")
     staging: Path | None = None
     try:
-        with signals_held():
-            # No signal may land between creating the folder and owning its removal.
-            try:
-                staging = Path(
-                    tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=parent)
-                )
-            except OSError as error:
-                raise OutputError(f"cannot write {dest}: {error.strerror or error}") from None
+        # Created and registered with the signals held: no cancel lands between making the
+        # folder and owning its removal (the command's end removes it if this clean-up is cut).
+        try:
+            staging = new_temporary_folder(f".{dest.name}.", suffix=".partial", parent=parent)
+        except OSError as error:
+            raise OutputError(f"cannot write {dest}: {error.strerror or error}") from None
         yield staging
         check_new_output(dest)
         with publishing(dest):
@@ -75,10 +76,10 @@ def staged_folder(dest: Path) -> Iterator[Path]:
                 os.rename(staging, dest)
             except OSError as error:
                 raise OutputError(f"cannot publish {dest}: {error.strerror or error}") from None
+            keep_temporary_folder(staging)
     except BaseException:
         if staging is not None:
-            with signals_held():
-                shutil.rmtree(staging, ignore_errors=True)
+            remove_temporary_folder(staging)
         raise
 
 
