@@ -428,8 +428,8 @@ def _leakage_section(leakage: Leakage) -> str:
     scanned = len(leakage.files_scanned)
     intro = (
         f"Scanned {_plural(scanned, 'file')} for {leakage.materials_considered} case "
-        f"text(s) of at least {leakage.min_chars} characters after folding case and "
-        "whitespace."
+        f"text(s) of at least {leakage.min_chars} characters after folding case, "
+        "whitespace, invisible format characters and compatibility forms (NFKC)."
     )
     blocks = [heading, intro]
     if hits:
