@@ -1,15 +1,16 @@
-"""Ctrl-C during a replayed audit, and Ctrl-C, SIGTERM or SIGHUP during ``evalarc demo``: exit
-130, nothing left behind.
+"""Ctrl-C during a replayed audit and during ``evalarc verify`` of one, and Ctrl-C, SIGTERM or
+SIGHUP during ``evalarc demo``: exit 130, nothing left behind.
 
 Each run is a real ``evalarc`` process in its own process group (as a terminal runs it); SIGINT
 goes to the whole group, like Ctrl-C; SIGTERM and SIGHUP go to the process, as ``kill`` and a
 closed terminal send them. Every run gets its own empty TMPDIR and an output path in an empty
 folder, so a leftover output, staging folder or temporary file is seen. The points are spread
 over the run: a replayed audit is interrupted at 24 points, just after each of its progress
-lines (a control starting or ending) but the last two, the demo just after each of its nine phases
-starts (with each of the three signals). A run that finished before the signal landed must have
-written its complete folder; at least 20 runs must actually be cancelled. ``pytest -s`` prints
-the table of runs.
+lines (a control starting or ending) but the last two; the demo just after each of its nine
+phases starts (with each of the three signals); a verify of an audit at 8 points spread over
+its duration. A run that finished before the signal landed must have written its complete
+folder; at least 20 audit runs must actually be cancelled. ``pytest -s`` prints the table of
+runs.
 """
 
 from __future__ import annotations
@@ -172,3 +173,57 @@ def test_a_cancel_in_every_phase_of_the_demo(tmp_path: Path, signum: int) -> Non
         assert outcome.delivered, outcome
         assert (outcome.code, outcome.left, outcome.temp) == (130, [], []), outcome
         assert "evalarc: cancelled" in outcome.stderr, outcome
+
+
+VERIFY_POINTS = 8
+
+
+def test_ctrl_c_at_many_points_of_verify(tmp_path: Path) -> None:
+    # CI under load found an evalarc-verify-* folder left in TMPDIR after a Ctrl-C: verify
+    # replays an audit in a temporary folder, and a signal between mkdtemp and the `try:` that
+    # removes it, or inside that removal, left it behind. Points spread over a whole verify.
+    process, folder, _ = _start([*_audit_args(), "--seeds", "17"], tmp_path / "audit")
+    _finish(process, timeout=300)
+    assert process.returncode == 0 and (folder / "audit.json").is_file()
+    env = {**os.environ, "SOURCE_DATE_EPOCH": "1700000000"}
+
+    def verify(temp: Path) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [EVALARC, "verify", str(folder)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**env, "TMPDIR": str(temp)},
+            start_new_session=True,
+        )
+
+    temp = tmp_path / "tmp-reference"
+    temp.mkdir()
+    started = time.monotonic()
+    reference = verify(temp)
+    _finish(reference, timeout=300)
+    took = time.monotonic() - started
+    assert reference.returncode == 0 and list(temp.iterdir()) == []
+    outcomes = []
+    for point in range(VERIFY_POINTS):
+        temp = tmp_path / f"tmp-{point:02d}"
+        temp.mkdir()
+        process = verify(temp)
+        delay = took * (0.1 + 0.85 * point / VERIFY_POINTS)
+        time.sleep(delay)
+        delivered = process.poll() is None
+        if delivered:
+            os.killpg(process.pid, signal.SIGINT)
+        stderr = _finish(process, timeout=120)
+        outcome = (
+            round(delay, 2),
+            delivered,
+            process.returncode,
+            sorted(p.name for p in temp.iterdir()),
+        )
+        print(f"verify point {point:2d}: {outcome}")
+        outcomes.append(outcome)
+        assert outcome[3] == [], (outcome, stderr[-300:])
+        assert process.returncode in (0, 130), (outcome, stderr[-300:])
+        if process.returncode == 130:
+            assert stderr.endswith("evalarc: cancelled\n"), stderr[-300:]
+    assert sum(1 for outcome in outcomes if outcome[2] == 130) >= VERIFY_POINTS // 2, outcomes
