@@ -142,19 +142,22 @@ def ignore() -> None:
 
 
 def end() -> list[int]:
-    """The command has ended: restore ``sys.unraisablehook``, forget its cancel state and return
-    the signals that arrived after its output was published (held, so its result stands); if it
-    published, ignore further cancelling signals while the program exits. In a process that goes
-    on (a command run in-process), the dispositions the command replaced are put back."""
+    """The command has ended: restore ``sys.unraisablehook``, forget its cancel state, remove
+    what a cancel left of its temporary folders and return the signals that arrived after its
+    output was published (held, so its result stands). In the ``evalarc`` program, which now
+    only exits with the command's decided code, further cancelling signals are ignored: Python
+    puts their default disposition back while it shuts down, and a Ctrl-C landing then killed
+    the process by SIGINT after a finished ``verify`` had printed its result (seen under load).
+    In a process that goes on (a command run in-process), the dispositions the command replaced
+    are put back."""
     global _COMMAND
+    if _PROGRAM_EXITS:
+        ignore()
     command, _COMMAND = _COMMAND, _Command()
     late = list(dict.fromkeys(command.late))
     if sys.unraisablehook is _quiet_unraisable:
         sys.unraisablehook = command.unraisablehook or sys.__unraisablehook__
-    if _PROGRAM_EXITS:
-        if command.published:
-            ignore()
-    elif _main_thread():
+    if not _PROGRAM_EXITS and _main_thread():
         for number, disposition in command.previous.items():
             if disposition is not None and disposition is not _cancel:
                 signal.signal(number, disposition)

@@ -29,6 +29,12 @@ PROBES = Path(__file__).resolve().parent / "probes"
 NAMES = ["SIGINT", "SIGTERM", "SIGHUP"]
 
 
+def _with_probes() -> str:
+    """PYTHONPATH with the probes first, keeping what the caller set (a worktree run as
+    ``PYTHONPATH=$PWD``: the probes must use that evalarc, not an installed one)."""
+    return os.pathsep.join(filter(None, [str(PROBES), os.environ.get("PYTHONPATH")]))
+
+
 def probe(command: str, name: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -37,7 +43,7 @@ def probe(command: str, name: str, tmp_path: Path) -> subprocess.CompletedProces
     return subprocess.run(
         [sys.executable, "-m", "cancel_probe", command, name, "out"],
         cwd=work,
-        env={**os.environ, "PYTHONPATH": str(PROBES), "TMPDIR": str(temp)},
+        env={**os.environ, "PYTHONPATH": _with_probes(), "TMPDIR": str(temp)},
         capture_output=True,
         text=True,
         timeout=60,
@@ -96,6 +102,18 @@ def test_a_cancel_after_an_intermediate_folder_cancels_the_command(
     # arriving right after one of them must cancel the demo, not wait for the site.
     done = probe("after-intermediate", name, tmp_path)
     assert (done.returncode, done.stderr) == (130, "evalarc: cancelled\n")
+    assert left(tmp_path) == ["tmp", "work"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_cancel_after_the_result_of_a_command_that_publishes_nothing_changes_nothing(
+    name: str, tmp_path: Path
+) -> None:
+    # A Ctrl-C right after `verify` printed its result killed the process by SIGINT (returncode
+    # -2) under load: the command had ended, its handlers stayed, and Python restores the
+    # default disposition while it shuts down. The program ignores cancels once it only exits.
+    done = probe("after-the-result", name, tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "verified\n", "")
     assert left(tmp_path) == ["tmp", "work"]
 
 
