@@ -181,34 +181,37 @@ VERIFY_POINTS = 8
 def test_ctrl_c_at_many_points_of_verify(tmp_path: Path) -> None:
     # CI under load found an evalarc-verify-* folder left in TMPDIR after a Ctrl-C: verify
     # replays an audit in a temporary folder, and a signal between mkdtemp and the `try:` that
-    # removes it, or inside that removal, left it behind. Points spread over a whole verify.
+    # removes it, or inside that removal, left it behind. The points are spread from the moment
+    # that folder appears to the end of the verify.
     process, folder, _ = _start([*_audit_args(), "--seeds", "17"], tmp_path / "audit")
     _finish(process, timeout=300)
     assert process.returncode == 0 and (folder / "audit.json").is_file()
-    env = {**os.environ, "SOURCE_DATE_EPOCH": "1700000000"}
 
-    def verify(temp: Path) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
+    def verify(temp: Path) -> tuple[subprocess.Popen[bytes], float]:
+        """Start a verify; return it and the time its temporary folder appeared."""
+        process = subprocess.Popen(
             [EVALARC, "verify", str(folder)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env={**env, "TMPDIR": str(temp)},
+            env={**os.environ, "TMPDIR": str(temp)},
             start_new_session=True,
         )
+        while process.poll() is None and not any(temp.iterdir()):
+            time.sleep(0.001)
+        return process, time.monotonic()
 
     temp = tmp_path / "tmp-reference"
     temp.mkdir()
-    started = time.monotonic()
-    reference = verify(temp)
+    reference, appeared = verify(temp)
     _finish(reference, timeout=300)
-    took = time.monotonic() - started
+    took = time.monotonic() - appeared
     assert reference.returncode == 0 and list(temp.iterdir()) == []
     outcomes = []
     for point in range(VERIFY_POINTS):
         temp = tmp_path / f"tmp-{point:02d}"
         temp.mkdir()
-        process = verify(temp)
-        delay = took * (0.1 + 0.85 * point / VERIFY_POINTS)
+        process, _ = verify(temp)
+        delay = took * point / VERIFY_POINTS
         time.sleep(delay)
         delivered = process.poll() is None
         if delivered:
@@ -218,7 +221,7 @@ def test_ctrl_c_at_many_points_of_verify(tmp_path: Path) -> None:
             round(delay, 2),
             delivered,
             process.returncode,
-            sorted(p.name for p in temp.iterdir()),
+            sorted(path.name for path in temp.iterdir()),
         )
         print(f"verify point {point:2d}: {outcome}")
         outcomes.append(outcome)
