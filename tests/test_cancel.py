@@ -1,5 +1,5 @@
-"""Ctrl-C during a replayed audit and during ``evalarc verify`` of one, and Ctrl-C, SIGTERM or
-SIGHUP during ``evalarc demo``: exit 130, nothing left behind.
+"""Ctrl-C during a replayed audit and during ``evalarc verify`` of a replayed evaluation, and
+Ctrl-C, SIGTERM or SIGHUP during ``evalarc demo``: exit 130, nothing left behind.
 
 Each run is a real ``evalarc`` process in its own process group (as a terminal runs it); SIGINT
 goes to the whole group, like Ctrl-C; SIGTERM and SIGHUP go to the process, as ``kill`` and a
@@ -7,8 +7,8 @@ closed terminal send them. Every run gets its own empty TMPDIR and an output pat
 folder, so a leftover output, staging folder or temporary file is seen. The points are spread
 over the run: a replayed audit is interrupted at 24 points, just after each of its progress
 lines (a control starting or ending) but the last two; the demo just after each of its nine
-phases starts (with each of the three signals); a verify of an audit at 8 points spread over
-its duration. A run that finished before the signal landed must have written its complete
+phases starts (with each of the three signals); a verify of an evaluation at 8 points spread
+over its replay. A run that finished before the signal landed must have written its complete
 folder; at least 20 audit runs must actually be cancelled. ``pytest -s`` prints the table of
 runs.
 """
@@ -180,12 +180,28 @@ VERIFY_POINTS = 8
 
 def test_ctrl_c_at_many_points_of_verify(tmp_path: Path) -> None:
     # CI under load found an evalarc-verify-* folder left in TMPDIR after a Ctrl-C: verify
-    # replays an audit in a temporary folder, and a signal between mkdtemp and the `try:` that
-    # removes it, or inside that removal, left it behind. The points are spread from the moment
-    # that folder appears to the end of the verify.
-    process, folder, _ = _start([*_audit_args(), "--seeds", "17"], tmp_path / "audit")
-    _finish(process, timeout=300)
-    assert process.returncode == 0 and (folder / "audit.json").is_file()
+    # replays an evaluation (or an audit) in a temporary folder, and a signal between mkdtemp
+    # and the `try:` that removes it, or inside that removal, left it behind. The points are
+    # spread from the moment that folder appears to the end of the verify. The evaluation is
+    # the demo's support regression (seed 17, replayed from the bundled recordings).
+    from evalarc.packs import materialize_workspace
+
+    workspace = tmp_path / "candidate"
+    materialize_workspace(
+        "support-routing",
+        "python",
+        reference=True,
+        fault="new-key-on-retry",
+        dest=workspace,
+        contract=False,
+    )
+    evaluate = [
+        *("evaluate", str(workspace), "--task", "support-routing", "--backend", "replay"),
+        *("--seeds", "17", "--quiet"),
+    ]
+    process, folder, _ = _start(evaluate, tmp_path / "evaluation")
+    stderr = _finish(process, timeout=300)
+    assert process.returncode in (0, 1) and (folder / "evaluation.json").is_file(), stderr
 
     def verify(temp: Path) -> tuple[subprocess.Popen[bytes], float]:
         """Start a verify; return it and the time its temporary folder appeared."""
@@ -206,6 +222,7 @@ def test_ctrl_c_at_many_points_of_verify(tmp_path: Path) -> None:
     _finish(reference, timeout=300)
     took = time.monotonic() - appeared
     assert reference.returncode == 0 and list(temp.iterdir()) == []
+    assert took > 0.05  # the folder exists for a while: the points land inside the replay
     outcomes = []
     for point in range(VERIFY_POINTS):
         temp = tmp_path / f"tmp-{point:02d}"
