@@ -144,8 +144,8 @@ def ignore() -> None:
 def end() -> list[int]:
     """The command has ended: restore ``sys.unraisablehook``, forget its cancel state, remove
     what a cancel left of its temporary folders and return the signals that arrived after its
-    output was published (held, so its result stands). In the ``evalarc`` program, which now
-    only exits with the command's decided code, further cancelling signals are ignored: Python
+    output was published (held, so its result stands). In the ``evalarc`` program, which from here
+    on only exits with the command's decided code, further cancelling signals are ignored: Python
     puts their default disposition back while it shuts down, and a Ctrl-C landing then killed
     the process by SIGINT after a finished ``verify`` had printed its result (seen under load).
     In a process that goes on (a command run in-process), the dispositions the command replaced
