@@ -52,6 +52,15 @@ class Outcome:
     stderr: str
 
 
+def _as_from_a_terminal() -> None:
+    """The child starts with the cancelling signals at their defaults and unblocked, as a shell
+    starts a command, whatever this test process inherited (a loop started in the background,
+    or under nohup, ignores SIGINT or SIGHUP, and an ignored disposition is inherited)."""
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+
+
 def _start(args: list[str], root: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
     temp = root / "tmp"
     temp.mkdir(parents=True)
@@ -64,6 +73,7 @@ def _start(args: list[str], root: Path) -> tuple[subprocess.Popen[bytes], Path, 
         stderr=subprocess.PIPE,
         env=env,
         start_new_session=True,
+        preexec_fn=_as_from_a_terminal,
     )
     return process, out, temp
 
@@ -211,6 +221,7 @@ def test_ctrl_c_at_many_points_of_verify(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             env={**os.environ, "TMPDIR": str(temp)},
             start_new_session=True,
+            preexec_fn=_as_from_a_terminal,
         )
         while process.poll() is None and not any(temp.iterdir()):
             time.sleep(0.001)

@@ -35,6 +35,14 @@ def _with_probes() -> str:
     return os.pathsep.join(filter(None, [str(PROBES), os.environ.get("PYTHONPATH")]))
 
 
+def _as_from_a_terminal() -> None:
+    """The probe starts with the cancelling signals at their defaults and unblocked, as a shell
+    starts a command, whatever this test process inherited (see tests/test_signals.py)."""
+    for number in CANCELLING_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, CANCELLING_SIGNALS)
+
+
 def probe(command: str, name: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -48,6 +56,7 @@ def probe(command: str, name: str, tmp_path: Path) -> subprocess.CompletedProces
         text=True,
         timeout=60,
         start_new_session=True,
+        preexec_fn=_as_from_a_terminal,
     )
 
 
@@ -231,6 +240,9 @@ def _signal_at_line(signum: int, at: int | None, temp: Path) -> tuple[int, bool,
     def scope(frame: FrameType, event: str, arg: object) -> object:
         return local if frame.f_code.co_filename.endswith(_TRACED) else None
 
+    # As a terminal starts a command, whatever this process inherited (a test run in the
+    # background or under nohup ignores SIGINT or SIGHUP, and the command keeps an ignored one).
+    inherited = signal.signal(signum, signal.SIG_DFL)
     install()
     cancelled = False
     try:
@@ -243,6 +255,7 @@ def _signal_at_line(signum: int, at: int | None, temp: Path) -> tuple[int, bool,
         cancelled = True
     finally:
         end()
+        signal.signal(signum, inherited)
     return seen, cancelled, where
 
 
