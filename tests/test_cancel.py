@@ -7,8 +7,9 @@ closed terminal send them. Every run gets its own empty TMPDIR and an output pat
 folder, so a leftover output, staging folder or temporary file is seen. The points are spread
 over the run: a replayed audit is interrupted at 24 points, just after each of its progress
 lines (a control starting or ending) but the last two; the demo just after each of its nine
-phases starts (with each of the three signals); a verify of an evaluation at 8 points spread
-over its replay. A run that finished before the signal landed must have written its complete
+phases starts (with each of the three signals); a verify of an evaluation at 8 points from
+the moment its temporary folder appears (stopped first and signalled only while the folder
+exists; the first point always lands inside the replay). A run that finished before the signal landed must have written its complete
 folder; at least 20 audit runs must actually be cancelled. ``pytest -s`` prints the table of
 runs.
 """
@@ -231,30 +232,40 @@ def test_ctrl_c_at_many_points_of_verify(tmp_path: Path) -> None:
     temp.mkdir()
     reference, appeared = verify(temp)
     _finish(reference, timeout=300)
-    took = time.monotonic() - appeared
+    # How long the folder lived (a loaded test process may have seen it late or not at all).
+    span = time.monotonic() - appeared
     assert reference.returncode == 0 and list(temp.iterdir()) == []
-    assert took > 0.05  # the folder exists for a while: the points land inside the replay
     outcomes = []
     for point in range(VERIFY_POINTS):
-        temp = tmp_path / f"tmp-{point:02d}"
-        temp.mkdir()
-        process, _ = verify(temp)
-        delay = took * point / VERIFY_POINTS
-        time.sleep(delay)
-        delivered = process.poll() is None
-        if delivered:
-            os.killpg(process.pid, signal.SIGINT)
-        stderr = _finish(process, timeout=120)
-        outcome = (
-            round(delay, 2),
-            delivered,
-            process.returncode,
-            sorted(path.name for path in temp.iterdir()),
-        )
-        print(f"verify point {point:2d}: {outcome}")
+        # The group is stopped first and signalled only while the folder still exists, so the
+        # signal lands inside the phase however loaded the machine is; the first point, right
+        # as the folder appears, is repeated until it lands (as tests/test_signals.py does).
+        for attempt in range(8 if point == 0 else 1):
+            temp = tmp_path / f"tmp-{point:02d}-{attempt}"
+            temp.mkdir()
+            process, _ = verify(temp)
+            delay = span * point / VERIFY_POINTS
+            time.sleep(delay)
+            landed = False
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGSTOP)
+                landed = any(temp.iterdir())
+                if landed:
+                    os.killpg(process.pid, signal.SIGINT)
+                os.killpg(process.pid, signal.SIGCONT)
+            stderr = _finish(process, timeout=120)
+            outcome = (
+                round(delay, 2),
+                landed,
+                process.returncode,
+                sorted(path.name for path in temp.iterdir()),
+            )
+            print(f"verify point {point:2d}, attempt {attempt}: {outcome}")
+            assert outcome[3] == [], (outcome, stderr[-300:])
+            assert process.returncode in (0, 130), (outcome, stderr[-300:])
+            if process.returncode == 130:
+                assert stderr.endswith("evalarc: cancelled\n"), stderr[-300:]
+            if landed:
+                break
         outcomes.append(outcome)
-        assert outcome[3] == [], (outcome, stderr[-300:])
-        assert process.returncode in (0, 130), (outcome, stderr[-300:])
-        if process.returncode == 130:
-            assert stderr.endswith("evalarc: cancelled\n"), stderr[-300:]
-    assert sum(1 for outcome in outcomes if outcome[2] == 130) >= VERIFY_POINTS // 2, outcomes
+    assert outcomes[0][1:3] == (True, 130), outcomes
