@@ -9,9 +9,9 @@ over the run: a replayed audit is interrupted at 24 points, just after each of i
 lines (a control starting or ending) but the last two; the demo just after each of its nine
 phases starts (with each of the three signals); a verify of an evaluation at 8 points from
 the moment its temporary folder appears (stopped first and signalled only while the folder
-exists; the first point always lands inside the replay). A run that finished before the signal landed must have written its complete
-folder; at least 20 audit runs must actually be cancelled. ``pytest -s`` prints the table of
-runs.
+exists; the first point always lands inside the replay). A run that finished before the signal
+landed must have written its complete folder; at least 20 audit runs must actually be
+cancelled. ``pytest -s`` prints the table of runs.
 """
 
 from __future__ import annotations
