@@ -737,7 +737,13 @@
 
   window.evalarcChunk = function (data) {
     if (!data || typeof data.cases !== "object" || data.cases === null) return;
-    Object.keys(data.cases).forEach(function (id) { cases[id] = data.cases[id]; });
+    var given = data.cases;
+    Object.keys(given).forEach(function (id) { cases[id] = given[id]; });
+    /* The chunk is an object literal, where a "__proto__" key sets the object's prototype
+     * instead of adding a property: the case with that id is the prototype, if it is not the
+     * plain one. (`cases` has no prototype, so cases["__proto__"] is an ordinary property.) */
+    var proto = Object.getPrototypeOf(given);
+    if (proto !== null && proto !== Object.prototype) cases["__proto__"] = proto;
   };
 
   function addSearch(box) {

@@ -9,6 +9,8 @@ the way GitHub's runner unescapes it: in messages ``%`` -> ``%25``, CR -> ``%0D`
 in properties also ``:`` -> ``%3A`` and ``,`` -> ``%2C``. A hostile case id therefore stays inside
 its own annotation and cannot start a new workflow command. Outputs use the delimited
 (``name<<DELIMITER``) form with a random delimiter, so a value cannot add another output.
+The lines ``evalarc diff`` itself prints in the same log never start a workflow command with
+input text either (:func:`evalarc.terminal.neutralize_workflow_commands`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from evalarc.formats.jsonstream import (
     object_members,
 )
 from evalarc.review.diff_model import BLOCKING_KINDS, SIDES, DiffReport, SideTally
+from evalarc.terminal import neutralize_workflow_commands
 
 MAX_ANNOTATIONS = 10
 """Blocking changes (and, separately, leakage hits) annotated at most; the rest are counted."""
@@ -348,7 +351,7 @@ def write_outputs(outputs: Sequence[tuple[str, str]], path: str | None, stream: 
     """Append outputs to ``$GITHUB_OUTPUT``; without it (a local run) print them instead."""
     if not path:
         for name, value in outputs:
-            stream.write(f"{name}={escape_data(value)}\n")
+            stream.write(neutralize_workflow_commands(f"{name}={escape_data(value)}") + "\n")
         return
     blocks = "".join(output_block(name, value) for name, value in outputs)
     with open(path, "a", encoding="utf-8") as handle:

@@ -17,16 +17,20 @@ import contextvars
 import errno
 import hashlib
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from evalarc import schemas
-from evalarc.cancel import publishing, signals_held
+from evalarc.cancel import (
+    keep_temporary_folder,
+    new_temporary_folder,
+    publishing,
+    remove_temporary_folder,
+    signals_held,
+)
 from evalarc.canonical import JSONValue, pretty_json, sha256_bytes, sha256_file, strict_loads
 from evalarc.errors import EvalArcError, InputError, OutputError, VerificationError
 from evalarc.formats.origins import forget_origin, note_origin
@@ -64,14 +68,12 @@ def staged_folder(dest: Path) -> Iterator[Path]:
         raise OutputError(f"cannot write {dest}: {parent} is not a folder")
     staging: Path | None = None
     try:
-        with signals_held():
-            # No signal may land between creating the folder and owning its removal.
-            try:
-                staging = Path(
-                    tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=parent)
-                )
-            except OSError as error:
-                raise OutputError(f"cannot write {dest}: {error.strerror or error}") from None
+        # Created and registered with the signals held: no cancel lands between making the
+        # folder and owning its removal (the command's end removes it if this clean-up is cut).
+        try:
+            staging = new_temporary_folder(f".{dest.name}.", suffix=".partial", parent=parent)
+        except OSError as error:
+            raise OutputError(f"cannot write {dest}: {error.strerror or error}") from None
         yield staging
         check_new_output(dest)
         with publishing(dest):
@@ -81,10 +83,10 @@ def staged_folder(dest: Path) -> Iterator[Path]:
                 os.rename(staging, dest)
             except OSError as error:
                 raise OutputError(f"cannot publish {dest}: {error.strerror or error}") from None
+            keep_temporary_folder(staging)
     except BaseException:
         if staging is not None:
-            with signals_held():
-                shutil.rmtree(staging, ignore_errors=True)
+            remove_temporary_folder(staging)
         raise
 
 
@@ -236,14 +238,13 @@ class _PrivateReads:
         """A new empty slot ``<private folder>/<n>/<name>`` (the base name kept, so a reader's
         message and a copy's suffix stay the same)."""
         if self.root is None:
-            # No signal may land between creating the folder and owning its removal.
-            with signals_held():
-                try:
-                    self.root = Path(tempfile.mkdtemp(prefix="evalarc-private-"))
-                except OSError as error:
-                    raise OutputError(
-                        f"cannot create a temporary folder: {error.strerror or error}"
-                    ) from None
+            # Made and registered with the signals held: a cancel at any point removes it.
+            try:
+                self.root = new_temporary_folder("evalarc-private-")
+            except OSError as error:
+                raise OutputError(
+                    f"cannot create a temporary folder: {error.strerror or error}"
+                ) from None
         slot = self.root / str(self.made)
         self.made += 1
         slot.mkdir(mode=0o700)
@@ -251,8 +252,7 @@ class _PrivateReads:
 
     def remove(self) -> None:
         if self.root is not None:
-            with signals_held():
-                shutil.rmtree(self.root, ignore_errors=True)
+            remove_temporary_folder(self.root)
             self.root = None
         for dest, _ in self.copies.values():
             forget_origin(dest)

@@ -13,14 +13,22 @@
 * Publishing the command's own output (a folder declared with :func:`declare_output`) is the
   point of no return (:func:`publishing`): a cancel that arrives afterwards is held until the
   command ends (:func:`end`), so the published result and its exit code stand.
+* Every temporary folder is made by :func:`new_temporary_folder` (or :func:`temporary_folder`):
+  created and registered with the signals held, removed with the signals held, and whatever a
+  cancel still left registered (one landing between a ``finally:`` and its held removal) is
+  removed when the command ends (:func:`end`). A ``mkdtemp`` followed by ``try:`` has a window
+  between the two, and an ``rmtree`` in a ``finally`` can itself be cut short by a signal: both
+  left ``evalarc-verify-*`` folders behind under load.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -69,6 +77,8 @@ class _Command:
     previous: dict[int, Handler] = field(default_factory=dict)
     """The dispositions :func:`install` replaced, put back by :func:`end` in a process that
     goes on after the command."""
+    temporaries: set[Path] = field(default_factory=set)
+    """Temporary folders made and not yet removed (:func:`new_temporary_folder`)."""
 
 
 _COMMAND = _Command()
@@ -132,22 +142,28 @@ def ignore() -> None:
 
 
 def end() -> list[int]:
-    """The command has ended: restore ``sys.unraisablehook``, forget its cancel state and return
-    the signals that arrived after its output was published (held, so its result stands); if it
-    published, ignore further cancelling signals while the program exits. In a process that goes
-    on (a command run in-process), the dispositions the command replaced are put back."""
+    """The command has ended: restore ``sys.unraisablehook``, forget its cancel state, remove
+    what a cancel left of its temporary folders and return the signals that arrived after its
+    output was published (held, so its result stands). In the ``evalarc`` program, which from here
+    on only exits with the command's decided code, further cancelling signals are ignored: Python
+    puts their default disposition back while it shuts down, and a Ctrl-C landing then killed
+    the process by SIGINT after a finished ``verify`` had printed its result (seen under load).
+    In a process that goes on (a command run in-process), the dispositions the command replaced
+    are put back."""
     global _COMMAND
+    if _PROGRAM_EXITS:
+        ignore()
     command, _COMMAND = _COMMAND, _Command()
+    late = list(dict.fromkeys(command.late))
     if sys.unraisablehook is _quiet_unraisable:
         sys.unraisablehook = command.unraisablehook or sys.__unraisablehook__
-    if _PROGRAM_EXITS:
-        if command.published:
-            ignore()
-    elif _main_thread():
+    if not _PROGRAM_EXITS and _main_thread():
         for number, disposition in command.previous.items():
             if disposition is not None and disposition is not _cancel:
                 signal.signal(number, disposition)
-    return list(dict.fromkeys(command.late))
+    # Last: a signal held during the removal is delivered to the dispositions restored above.
+    _remove_all(command.temporaries)
+    return late
 
 
 def requested() -> bool:
@@ -235,3 +251,51 @@ def publishing(dest: Path) -> Iterator[None]:
             signal.raise_signal(signum)
         raise
     _COMMAND.published = True
+
+
+# -- temporary folders --------------------------------------------------------------------------
+
+
+def new_temporary_folder(prefix: str, *, suffix: str = "", parent: Path | None = None) -> Path:
+    """``tempfile.mkdtemp`` (``parent``: default the system temporary folder) with the cancelling
+    signals held, registered for removal before any signal can land: if the caller's own clean-up
+    is cut short (a signal between its ``finally:`` and :func:`remove_temporary_folder`), the
+    folder goes when the command ends (:func:`end`). Raises OSError as ``mkdtemp`` does."""
+    with signals_held():
+        path = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent))
+        _COMMAND.temporaries.add(path)
+    return path
+
+
+def remove_temporary_folder(path: Path) -> None:
+    """Remove a folder of :func:`new_temporary_folder` (whatever it holds), with the cancelling
+    signals held so a second Ctrl-C cannot stop the removal half-way, and forget it."""
+    with signals_held():
+        shutil.rmtree(path, ignore_errors=True)
+        _COMMAND.temporaries.discard(path)
+
+
+def keep_temporary_folder(path: Path) -> None:
+    """Forget ``path`` without removing it (a staging folder just renamed into its place)."""
+    _COMMAND.temporaries.discard(path)
+
+
+@contextlib.contextmanager
+def temporary_folder(prefix: str, *, parent: Path | None = None) -> Iterator[Path]:
+    """A new temporary folder for the body, removed however the body ends (a cancel included):
+    :func:`new_temporary_folder` and :func:`remove_temporary_folder`."""
+    path = new_temporary_folder(prefix, parent=parent)
+    try:
+        yield path
+    finally:
+        remove_temporary_folder(path)
+
+
+def _remove_all(paths: set[Path]) -> None:
+    """What a cancel left registered, removed with the signals held."""
+    if not paths:
+        return
+    with signals_held():
+        for path in sorted(paths):
+            shutil.rmtree(path, ignore_errors=True)
+        paths.clear()

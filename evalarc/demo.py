@@ -15,12 +15,12 @@ What it contains:
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalarc.bundle import check_new_output
+from evalarc.cancel import temporary_folder
 from evalarc.packs import materialize_workspace
 from evalarc.reports.audit import AuditOptions, run_audit
 from evalarc.reports.diff import DiffRequest, run_diff
@@ -61,8 +61,9 @@ def build_demo(
     check_new_output(output)
     say = progress or (lambda _line: None)
     examples = examples_dir()
-    with tempfile.TemporaryDirectory(prefix="evalarc-demo-") as scratch:
-        work = Path(scratch)
+    # Not tempfile.TemporaryDirectory: a cancel can land between its mkdtemp and its finalizer,
+    # or cut its removal short (see evalarc.cancel.temporary_folder).
+    with temporary_folder("evalarc-demo-") as work:
         reports = work / "reports"
         reports.mkdir()
         for task in PACKS:

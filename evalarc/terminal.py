@@ -5,6 +5,16 @@ recolours the terminal, a carriage return that overwrites the line) or bidi cont
 turns ``x‮LMTH.exe: diff, fail`` around). :func:`escape_controls` spells every such character as
 a ``\\uXXXX`` escape, which is also its JSON spelling, so a JSON document passed through it stays
 the same JSON value. Line breaks and tabs are kept only where the caller allows them.
+
+The same text is also read by a CI runner: in a GitHub Actions log every line whose text, after
+leading whitespace, starts with ``::`` is a workflow command (``::error::...`` raises an
+annotation, ``::stop-commands::`` silences the rest of the step), and so is ``##[command]...``
+anywhere in a line (the legacy form, still parsed). An Inspect metric name, a check or case id or
+a file name can be that text. :func:`neutralize_workflow_commands` therefore spells the first
+``:`` of such a line as ``\u003a`` and the first ``#`` of every ``##[`` as ``\u0023`` (again the
+JSON spelling: JSON text never starts a line inside a string, and an escape inside a string is
+the same value), so no line EvalArc prints can start a workflow command with input text. The
+GitHub Action's own annotations (:mod:`evalarc.action`) are printed apart from this helper.
 """
 
 from __future__ import annotations
@@ -50,8 +60,29 @@ def escape_controls(text: str, *, keep: frozenset[str] = frozenset()) -> str:
 
 def terminal_text(text: str) -> str:
     """What EvalArc prints for ``text``: line breaks and tabs kept, everything else unsafe
-    escaped (see :func:`escape_controls`)."""
-    return escape_controls(text, keep=_KEPT)
+    escaped (see :func:`escape_controls`), and no line able to start a CI workflow command
+    (:func:`neutralize_workflow_commands`)."""
+    return neutralize_workflow_commands(escape_controls(text, keep=_KEPT))
+
+
+_LEGACY_COMMAND = "##["
+_COMMAND_KEY = "::"
+
+
+def neutralize_workflow_commands(text: str, *, colon: str = "\\u003a") -> str:
+    """``text`` with no line that a GitHub Actions runner reads as a workflow command: a line
+    starting with ``::`` after any whitespace (the runner trims Unicode whitespace first) gets
+    its first ``:`` written as ``colon``, and every ``##[`` becomes ``\\u0023#[``. Markdown
+    passes ``colon="\\\\:"`` (a backslash escape Markdown renders as ``:``)."""
+    if _COMMAND_KEY not in text and _LEGACY_COMMAND not in text:
+        return text  # the common case, and a large JSON document, untouched at once
+    text = text.replace(_LEGACY_COMMAND, "\\u0023#[")
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        rest = line.lstrip()
+        if rest.startswith(_COMMAND_KEY):
+            lines[number] = line[: len(line) - len(rest)] + colon + rest[1:]
+    return "\n".join(lines)
 
 
 def has_unsafe_characters(name: str) -> bool:

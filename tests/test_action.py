@@ -682,3 +682,109 @@ def test_a_malformed_report_is_an_error_naming_the_field() -> None:
     [error] = parse_commands("\n".join(result.commands))
     assert error.name == "error"
     assert error.message.startswith("cannot read diff.json in out: diff.json: changes[1].kind")
+
+
+# -- workflow commands from input text ----------------------------------------------------------
+
+RUNNER_COMMANDS = frozenset(
+    {
+        *("set-env", "set-output", "save-state", "add-mask", "add-path", "add-matcher"),
+        *("remove-matcher", "debug", "warning", "error", "notice", "group", "endgroup", "echo"),
+        "stop-commands",
+    }
+)
+"""The commands a GitHub runner accepts (its command extensions plus stop-commands)."""
+INJECTION = REPO / "tests" / "injection"
+
+
+def runner_command(line: str) -> str | None:
+    """The workflow command a GitHub runner reads in ``line`` (None: none), as its
+    ActionCommandManager does: the ``::name ...::`` form after leading whitespace is trimmed
+    (ActionCommand.TryParseV2), else the legacy ``##[name ...]`` form anywhere in the line
+    (ActionCommand.TryParse). Returns the command name."""
+    trimmed = line.lstrip()
+    if trimmed.startswith("::"):
+        end = trimmed.find("::", 2)
+        if end >= 0:
+            name = trimmed[2:end].split(" ", 1)[0]
+            if name in RUNNER_COMMANDS:
+                return name
+    start = line.find("##[")
+    if start >= 0:
+        end = line.find("]", start)
+        if end >= 0:
+            name = line[start + 3 : end].split(" ", 1)[0]
+            if name in RUNNER_COMMANDS:
+                return name
+    return None
+
+
+def _inspect_pair_with_scorer(corpus: Path, results: Path, scorer: str) -> None:
+    """The capitals Inspect logs with their scorer ``match`` renamed ``scorer`` (the headline
+    metric, each sample's score and the check name), as a hostile eval task would name it."""
+    for side in ("baseline", "current"):
+        data = (corpus / f"inspect/capitals.{side}.json").read_bytes()
+        assert data.count(b'"match"') > 30
+        (results / f"inspect.{side}.json").write_bytes(
+            data.replace(b'"match"', json.dumps(scorer).encode())
+        )
+
+
+@pytest.mark.parametrize("pair", ["junit", "inspect"])
+def test_no_input_text_starts_a_workflow_command_in_the_log(
+    runner: CompositeRunner, corpus: Path, tmp_path: Path, pair: str
+) -> None:
+    # Issue 24 item 7: the Inspect headline metric name starts evalarc diff's first line, so a
+    # scorer named ::error::pwned raised an annotation in the Action's log; a check named
+    # ##[error]legacy did too (the runner reads the legacy form anywhere in a line).
+    workspace = tmp_path / "workspace"
+    results = workspace / "results"
+    results.mkdir(parents=True)
+    if pair == "junit":
+        for side in ("baseline", "current"):
+            shutil.copyfile(INJECTION / f"{side}.xml", results / f"{side}.xml")
+        inputs = {"baseline": "results/baseline.xml", "current": "results/current.xml"}
+        names = ["::error::pwned", "##[error]legacy"]
+    else:
+        _inspect_pair_with_scorer(corpus, results, "::error::pwned")
+        inputs = {
+            "baseline": "results/inspect.baseline.json",
+            "current": "results/inspect.current.json",
+        }
+        names = ["::error::pwned"]
+    summary = tmp_path / "summary.md"
+    run = runner.run(workspace, {**inputs, "junit": "junit.xml"}, summary, only=AFTER_INSTALL)
+    assert run.returncode == 1, run.steps[-1].stderr
+    diff = run.step("diff")
+    printed = diff.stdout.splitlines() + diff.stderr.splitlines()
+    assert any("pwned" in line for line in printed), printed  # the names are shown...
+    assert [line for line in printed if runner_command(line)] == []  # ...as no command
+    for step in run.steps:
+        for line in step.stderr.splitlines():
+            assert runner_command(line) is None, (step.id, line)
+    gate = run.step("gate").stdout.splitlines()
+    for line in gate:
+        assert runner_command(line) in (None, "warning", "error"), line
+    # The Action's own annotations carry the names whole, inside their message.
+    messages = [c.message for c in run.commands() if c.name == "warning"]
+    for name in names:
+        assert any(
+            message.startswith(f"{name} / ") or f" / {name}:" in message for message in messages
+        ), (name, messages)
+    for line in summary.read_text(encoding="utf-8").splitlines():
+        assert runner_command(line) is None, line
+    report = Path(run.outputs["report"])
+    report = report if report.is_absolute() else workspace / report
+    for line in (report / "summary.md").read_text(encoding="utf-8").splitlines():
+        assert runner_command(line) is None, line
+
+
+def test_the_runner_model_reads_what_the_runner_reads() -> None:
+    # The checker above, checked: the forms GitHub documents and the legacy one.
+    assert runner_command("::error::pwned accuracy: 0.6 -> 0.7") == "error"
+    assert runner_command(" \u3000::warning file=x::y") == "warning"
+    assert runner_command("  regressed: ##[error]legacy / passed") == "error"
+    assert runner_command("::stop-commands::token") == "stop-commands"
+    assert runner_command("\\u003a:error::pwned") is None
+    assert runner_command("  regressed: \\u0023#[error]legacy") is None
+    assert runner_command("regressed: ::error::pwned / passed") is None

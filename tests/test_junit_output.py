@@ -276,3 +276,24 @@ def test_unusable_input_writes_no_junit_and_a_folder_target_is_refused(
     )
     assert result.exit_code == 2
     assert list(folder.iterdir()) == []
+
+
+def test_ids_that_differ_only_by_an_escape_stay_two_testcases(tmp_path: Path, corpus: Path) -> None:
+    # Issue 24 item 10: ESC is written as the four characters \x1b, so a case id holding ESC and
+    # one spelling \x1b became one JUnit name; backslashes are doubled in names now.
+    ids = {b'"cap-02"': "cap\x1b", b'"cap-03"': "cap\\x1b", b'"cap-04"': "cap\\\\x1b"}
+    paths = []
+    for side in ("baseline", "current"):
+        data = (corpus / f"inspect/capitals.{side}.json").read_bytes()
+        for old, new in ids.items():
+            assert data.count(old) >= 1
+            data = data.replace(old, json.dumps(new).encode())
+        path = tmp_path / f"{side}.json"
+        path.write_bytes(data)
+        paths.append(path)
+    junit = tmp_path / "escapes.xml"
+    run_diff(DiffRequest(paths[0], paths[1], DiffOptions()), junit=junit)
+    cases = _testcases(junit)  # no duplicate (classname, name)
+    names = {classname for classname, _ in cases if classname.startswith("cap\\")}
+    assert names == {"cap\\x1b", "cap\\\\x1b", "cap\\\\\\\\x1b"}
+    assert len([key for key in cases if key[0] != GATES_CLASSNAME]) == 60

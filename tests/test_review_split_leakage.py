@@ -478,3 +478,54 @@ def test_collect_harness_total_limit(tmp_path: Path) -> None:
         (folder / f"{index}.txt").write_bytes(b"a" * (2 * 1024 * 1024 - 1))
     with pytest.raises(InputError, match="16 MiB"):
         collect_harness([folder])
+
+
+# -- hidden copies: zero-width and fullwidth characters --------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "recordings" / "examples" / "results-diff"
+
+
+def _fullwidth(text: str) -> str:
+    """ASCII letters and digits as their fullwidth forms (U+FF01..U+FF5E)."""
+    return "".join(
+        chr(ord(char) + 0xFEE0) if char.isalnum() and char.isascii() else char for char in text
+    )
+
+
+def _zero_width(text: str) -> str:
+    """A zero-width space after every letter, a soft hyphen after every space: invisible."""
+    return "".join(
+        char + ("\u200b" if char.isalpha() else "\u00ad" if char == " " else "") for char in text
+    )
+
+
+@pytest.mark.parametrize(
+    "hide", [_fullwidth, _zero_width, lambda t: "\ufeff" + _fullwidth(t.replace("e", "e\u2060"))]
+)
+def test_a_copy_hidden_with_invisible_or_fullwidth_characters_is_still_found(
+    hide: Any, tmp_path: Path
+) -> None:
+    # Issue 24 item 10: a zero-width or fullwidth character hid a leakage hit. The real example
+    # pair and its harness, whose worked examples quote case inputs, with those lines disguised.
+    from evalarc.formats import load_results
+
+    inspect = EXAMPLE / "inspect"
+    original = (inspect / "harness" / "system-prompt.md").read_text(encoding="utf-8")
+    lines = original.splitlines(keepends=True)
+    disguised = "".join(hide(line) if line.startswith("- Ticket") else line for line in lines)
+    assert disguised != original
+    for line in disguised.splitlines():
+        if line.startswith(("- Ticket", "\ufeff")):
+            assert "Order 4242" not in line and "order 9999" not in line.casefold()
+    runs = [load_results(inspect / name, "auto", 1.0) for name in ("baseline.eval", "current.eval")]
+    plain = scan_leakage(runs, [harness("system-prompt.md", original)], 12, None)
+    hidden = scan_leakage(runs, [harness("system-prompt.md", disguised)], 12, None)
+    assert len(plain["hits"]) >= 2
+    found = [(hit["case_id"], hit["line"], hit["role"]) for hit in hidden["hits"]]
+    assert found == [(hit["case_id"], hit["line"], hit["role"]) for hit in plain["hits"]]
+
+
+def test_normalize_text_folds_compatibility_forms_and_drops_format_characters() -> None:
+    assert normalize_text("Ｃａｐｉｔａｌ\u200b of\u00ad Fr\u200dance\ufeff") == "capital of france"
+    assert normalize_text("ﬁle\u2060 Ⅻ") == "file xii"
+    assert normalize_text("plain ascii") == "plain ascii"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evalarc.errors import UsageError
+from evalarc.errors import InputError, UsageError
 from evalarc.formats.model import Attempt, Run, SampleMeta, Source
 from evalarc.review.usage import compare_usage, cost_gate
 
@@ -163,3 +167,71 @@ def test_no_matched_attempts_cannot_be_gated() -> None:
     assert usage["matched_cases"] == 0 and usage["metrics"] == {}
     with pytest.raises(UsageError, match="cannot be assessed"):
         cost_gate(usage, "cost", 1.0)
+
+
+# -- sums that overflow ---------------------------------------------------------------------------
+
+CORPUS = Path(__file__).resolve().parent / "corpus" / "inspect"
+
+
+def _huge_usage_log(dest: Path, side: str) -> Path:
+    """The real capitals Inspect log of ``side`` with every recorded token count (the run's
+    model_usage and each sample's) and every sample's time set to 1e308: each value finite, any
+    two of them summed infinite."""
+    log = json.loads((CORPUS / f"capitals.{side}.json").read_text(encoding="utf-8"))
+    for usage in log["stats"]["model_usage"].values():
+        for key in usage:
+            usage[key] = 1e308
+    for sample in log["samples"]:
+        for usage in sample["model_usage"].values():
+            for key in usage:
+                usage[key] = 1e308
+        sample["total_time"] = 1e308
+        sample["working_time"] = 1e308
+    path = dest / f"huge.{side}.json"
+    path.write_text(json.dumps(log), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["diff", "BASE", "CUR", "--json"],
+        ["diff", "BASE", "CUR", "--output", "out"],
+        ["eval-health", "BASE", "CUR", "--output", "out"],
+    ],
+)
+def test_usage_that_sums_to_infinity_is_refused_naming_the_file(
+    command: list[str], tmp_path: Path
+) -> None:
+    # Issue 24 item 8: the sum overflowed to infinity and the JSON writer crashed with a
+    # traceback and exit 1, which reads as "the gate failed".
+    base = _huge_usage_log(tmp_path, "baseline")
+    cur = _huge_usage_log(tmp_path, "current")
+    argv = [{"BASE": str(base), "CUR": str(cur)}.get(arg, arg) for arg in command]
+    done = subprocess.run(
+        [sys.executable, "-m", "evalarc.cli", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr[-2000:]
+    assert lines[0].startswith("evalarc: huge.baseline.json: the recorded "), lines
+    assert "overflows" in lines[0]
+    assert not (tmp_path / "out").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == [base.name, cur.name]
+
+
+def test_a_finite_sum_of_huge_values_is_kept() -> None:
+    # The refusal is for an overflow only: 1e307 twice is 2e307, a number a report can hold.
+    base = make_run({"a": [{"total_tokens": 1e307}, {"total_tokens": 1e307}]})
+    usage = compare_usage(base, base)
+    assert usage["metrics"]["total_tokens"]["baseline"]["total"] == 2e307
+    huge = make_run({"a": [{"total_tokens": 1e308}, {"total_tokens": 1e308}]})
+    with pytest.raises(InputError, match=r"^r\.json: the recorded total_tokens values add up"):
+        compare_usage(huge, base)

@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -688,6 +689,89 @@ def test_sweep_removes_containers_of_dead_owners_only(engine: docker.DockerClien
         left = {name for name, container in made.items()
                 if docker_cli("ps", "-a", "--filter", f"id={container.id}", "-q").strip()}
         assert left == {"live", "elsewhere"}
+    finally:
+        for container in made.values():
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+                container.remove(force=True)
+
+
+_CREATE_AND_WAIT = """
+import sys, time
+import docker
+from evalarc.runtime.owner import EXPIRES_LABEL, OWNER_LABEL, owner_id
+client = docker.from_env()
+created = client.api.create_container(
+    sys.argv[1], ["sleep", "600"],
+    labels={OWNER_LABEL: owner_id(), EXPIRES_LABEL: str(int(time.time()) + 600)},
+)
+print(created["Id"], flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_created_container_of_a_killed_unreaped_owner_is_swept(
+    engine: docker.DockerClient,
+) -> None:
+    # Issue 24 item 10: EvalArc SIGKILLed between creating a case container and starting it
+    # leaves it "Created": no idle process ends it at the deadline, so only the sweep can remove
+    # it. A killed process its parent has not reaped yet is a zombie whose /proc entry keeps its
+    # start time, and it was judged alive: the container stayed for good.
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CREATE_AND_WAIT, IMAGE], stdout=subprocess.PIPE, text=True
+    )
+    container_id = ""
+    try:
+        assert child.stdout is not None
+        container_id = child.stdout.readline().strip()
+        assert container_id, "the child created no container"
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        state = ""
+        while time.monotonic() < deadline:
+            state = Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0]
+            if state == "Z":
+                break
+            time.sleep(0.05)
+        assert state == "Z"  # killed, not reaped: /proc still lists it
+        assert engine.containers.get(container_id).status == "created"
+        client = connect()
+        try:
+            sweep_containers(client)
+        finally:
+            client.close()
+        assert docker_cli("ps", "-a", "--filter", f"id={container_id}", "-q").strip() == ""
+    finally:
+        child.kill()
+        child.wait()
+        if container_id:
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+                engine.containers.get(container_id).remove(force=True)
+
+
+def test_a_created_container_past_its_deadline_is_swept_whoever_owns_it(
+    engine: docker.DockerClient,
+) -> None:
+    # A live owner's container that was created and never started, once its case deadline has
+    # passed, is a leftover (EXPIRES_LABEL): nothing else would ever remove it.
+    made = {}
+    try:
+        for name, expires in (("expired", time.time() - 5), ("running-case", time.time() + 600)):
+            made[name] = engine.containers.create(
+                IMAGE,
+                ["sleep", "600"],
+                labels={OWNER_LABEL: owner_id(), EXPIRES_LABEL: str(int(expires))},
+            )
+        client = connect()
+        try:
+            sweep_containers(client)
+        finally:
+            client.close()
+        left = {
+            name
+            for name, container in made.items()
+            if docker_cli("ps", "-a", "--filter", f"id={container.id}", "-q").strip()
+        }
+        assert left == {"running-case"}
     finally:
         for container in made.values():
             with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):

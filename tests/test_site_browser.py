@@ -377,3 +377,30 @@ def test_twenty_thousand_case_diff_is_small_and_usable(big_page: Path, browser: 
     hidden = PAGE_ROWS - DIFF_HTML_ROWS
     assert no_js.page.get_by_text(f"{hidden} more changes are in diff.json").count() == 1
     no_js.close()
+
+
+def test_a_case_named_proto_opens_in_the_case_view(
+    browser: Any, tmp_path: Path, cli: Any
+) -> None:
+    # Issue 24 item 10: the chunk's object literal turned the key "__proto__" into the object's
+    # prototype, so that case never opened. Real node JUnit files (tests/injection/README.md).
+    injection = ROOT / "tests" / "injection"
+    out = tmp_path / "proto"
+    result = cli("diff", injection / "proto-baseline.xml", injection / "proto-current.xml",
+                 "--output", out)
+    assert result.exit_code == 1, result.output
+    chunks = list((out / "case-views").glob("*.js"))
+    assert any(b'"__proto__":' in chunk.read_bytes() for chunk in chunks)
+    opened = open_page(browser, out / "index.html")
+    page = opened.page
+    page.locator("#changed-checks button.case-open", has_text="__proto__").first.click()
+    page.wait_for_selector("html[data-case-open='__proto__']", timeout=10_000)
+    texts = page.eval_on_selector_all(
+        "#case-view .case-cell", "cells => cells.map(cell => cell.textContent)")
+    assert any("prototype pollution" in text for text in texts[1::2])  # the current side
+    # A case beside it still opens from the search box.
+    page.locator("input.case-find").fill("constructor")
+    page.locator(".case-matches button.case-open", has_text="constructor").click()
+    page.wait_for_selector("html[data-case-open='constructor']", timeout=10_000)
+    assert opened.problems == []
+    opened.close()

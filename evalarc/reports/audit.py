@@ -21,8 +21,6 @@ The folder is staged and published only when complete; Ctrl-C leaves no folder a
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,7 +35,7 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
-from evalarc.cancel import signals_held
+from evalarc.cancel import remove_temporary_folder, signals_held, temporary_folder
 from evalarc.canonical import JSONValue, compact_json
 from evalarc.clock import now_utc
 from evalarc.errors import EvalArcError, ExitCode, OutputError, UsageError, VerificationError
@@ -550,7 +548,7 @@ def run_audit(
                 if control.backend is not None and not isinstance(control.backend, ReplayBackend):
                     close_backend(control.backend)
             for folder in made:
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_temporary_folder(folder)
             if not published:
                 remove_empty(created_parents)
 
@@ -657,8 +655,7 @@ def recompute_audit_folder(
     except EvalArcError as error:
         raise VerificationError(f"params.json: {error.message}") from None
     saved = _saved_evaluations(folder, recorded, audited)
-    work = Path(tempfile.mkdtemp(prefix="evalarc-verify-"))
-    try:
+    with temporary_folder("evalarc-verify-") as work:
         controls = prepare_controls(audited, language, work)
         for control in controls:
             recorded_sha = saved[control.name].get("candidate_sha256")
@@ -681,8 +678,6 @@ def recompute_audit_folder(
         }
         for name, report in reports.items():
             adopt_attempts(report, saved[name], recorded_retries(params), audited, options, store)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     context = audit_context(
         audited, language, options.seeds, without, str(recorded.get("created_at", ""))
     )

@@ -9,7 +9,10 @@ zero when ``evalarc diff`` exits 1.
 
 Case ids, check names and evidence come from result files written by others. ElementTree escapes
 markup (``& < > "``); characters XML 1.0 cannot carry at all (NUL, ESC, lone surrogates, ...) are
-replaced by a visible ``\\xNN``/``\\uNNNN`` escape, so the file always parses.
+replaced by a visible ``\\xNN``/``\\uNNNN`` escape, so the file always parses. In a testcase's
+classname and name a backslash is doubled as well (:func:`junit_name`): otherwise a case id
+holding ESC and another holding the four characters ``\\x1b`` would become one test name, and
+CI would show two compared checks as one.
 """
 
 from __future__ import annotations
@@ -41,6 +44,13 @@ def xml_safe(value: object) -> str:
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
     return _XML_INVALID.sub(escape, str(value))
+
+
+def junit_name(value: object) -> str:
+    """A case id or check name as a testcase's classname or name: :func:`xml_safe` with every
+    backslash doubled first, so distinct ids stay distinct (the escapes cannot be confused with
+    text that spells them). An id without a backslash or a forbidden character is unchanged."""
+    return xml_safe(str(value).replace("\\", "\\\\"))
 
 
 @dataclass(frozen=True)
@@ -178,7 +188,7 @@ def _testcase_text(case: JunitCase) -> str:
     ``ElementTree.indent`` indents the whole tree)."""
     element = ElementTree.Element(
         "testcase",
-        {"classname": xml_safe(case.classname), "name": xml_safe(case.name), "time": "0"},
+        {"classname": junit_name(case.classname), "name": junit_name(case.name), "time": "0"},
     )
     if case.failure_type is not None:
         failure = ElementTree.SubElement(

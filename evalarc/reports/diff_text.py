@@ -8,6 +8,7 @@ an escaped code span, and terminal lines fold control characters away.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator, Sequence
 
 from evalarc.review.diff_model import (
@@ -24,6 +25,7 @@ from evalarc.review.diff_model import (
     SideTally,
     Usage,
 )
+from evalarc.terminal import neutralize_workflow_commands
 
 MAX_MARKDOWN_CHANGES = 50
 MAX_MARKDOWN_HITS = 20
@@ -45,9 +47,22 @@ def _one_line(text: str) -> str:
 
 def md_code(value: object) -> str:
     """An untrusted value as a Markdown code span that cannot break a table, a line or the span:
-    ``|`` -> ``\\|``, backticks -> apostrophes, CR/LF -> spaces."""
-    text = _one_line(str(value)).replace("`", "'").replace("|", "\\|")
+    ``|`` -> ``\\|``, backticks -> apostrophes, CR/LF -> spaces. A value holding ``##[`` (a CI
+    runner reads ``##[error]`` anywhere in a line as a workflow command, and a code span cannot
+    escape it) becomes an HTML ``<code>`` element with ``#`` as ``&#35;``: it reads the same."""
+    text = _one_line(str(value)).replace("`", "'")
+    if "##[" in text:
+        escaped = html.escape(text, quote=False).replace("#", "&#35;").replace("|", "\\|")
+        return f"<code>{escaped}</code>"
+    text = text.replace("|", "\\|")
     return f"`{text}`" if text.strip() else "` `"
+
+
+def markdown_lines(text: str) -> str:
+    """A whole Markdown summary as written (summary.md, ``--markdown``, the job summary): no
+    line may start a CI workflow command (``::`` after whitespace becomes ``\\:``, which
+    Markdown renders as ``:``; see :func:`evalarc.terminal.neutralize_workflow_commands`)."""
+    return neutralize_workflow_commands(text, colon="\\:")
 
 
 def leak_hit_table(hits: Sequence[LeakHit]) -> str:
@@ -291,7 +306,7 @@ def markdown_summary(report: DiffReport) -> str:
     if cost_section is not None:
         blocks.append(cost_section)
     blocks.append(f"<sub>{escape_md_prose(report.interpretation)}</sub>")
-    return "\n\n".join(blocks) + "\n"
+    return markdown_lines("\n\n".join(blocks) + "\n")
 
 
 def _run_table(report: DiffReport) -> str:
@@ -413,8 +428,8 @@ def _leakage_section(leakage: Leakage) -> str:
     scanned = len(leakage.files_scanned)
     intro = (
         f"Scanned {_plural(scanned, 'file')} for {leakage.materials_considered} case "
-        f"text(s) of at least {leakage.min_chars} characters after folding case and "
-        "whitespace."
+        f"text(s) of at least {leakage.min_chars} characters after folding case, "
+        "whitespace, invisible format characters and compatibility forms (NFKC)."
     )
     blocks = [heading, intro]
     if hits:

@@ -19,8 +19,6 @@ interrupted run (Ctrl-C included) leaves no output, no temporary folder and no c
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +33,7 @@ from evalarc.bundle import (
     write_json,
     write_text,
 )
-from evalarc.cancel import signals_held
+from evalarc.cancel import remove_temporary_folder, signals_held, temporary_folder
 from evalarc.canonical import JSONValue, compact_json
 from evalarc.clock import now_utc
 from evalarc.errors import (
@@ -330,7 +328,7 @@ def run_evaluate(
             if backend is not None:
                 close_backend(backend)
             for folder in made:
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_temporary_folder(folder)
             if not published:
                 remove_empty(created_parents)
 
@@ -466,8 +464,7 @@ def recompute_evaluation_folder(
     pack = recorded_pack(params)
     options = recorded_options(params, pack)
     candidate = recorded_text(params, "candidate")
-    work = Path(tempfile.mkdtemp(prefix="evalarc-verify-"))
-    try:
+    with temporary_folder("evalarc-verify-") as work:
         source = folder.path_of(candidate)
         if not source.is_dir():
             raise VerificationError(f"{candidate}/ is missing from {folder.root.name}")
@@ -490,8 +487,6 @@ def recompute_evaluation_folder(
         report = replayed_report(pack, snapshot, backend, options, recorded, store)
         adopt_attempts(report, recorded, recorded_retries(params), pack, options, store)
         return report
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def evaluation_summary(report: dict[str, Any]) -> dict[str, Any]:

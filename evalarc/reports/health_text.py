@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalarc.reports.diff_text import escape_md_prose, md_code
+from evalarc.reports.diff_text import escape_md_prose, markdown_lines, md_code
 from evalarc.review.health import TRIAGE_NEXT_STEPS
 from evalarc.review.health_model import (
     Finding,
@@ -94,7 +94,7 @@ def markdown_summary(report: HealthReport) -> str:
     if report.findings:
         blocks.append(_findings(report.findings))
     blocks.append(f"<sub>{escape_md_prose(report.scope)}</sub>")
-    return "\n\n".join(blocks) + "\n"
+    return markdown_lines("\n\n".join(blocks) + "\n")
 
 
 def _runs_table(runs: Sequence[RunSummary]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalarc.reports.diff_text import escape_md_prose, leak_hit_table, md_code
+from evalarc.reports.diff_text import escape_md_prose, leak_hit_table, markdown_lines, md_code
 from evalarc.review.diff_model import Leakage
 from evalarc.review.hillclimb import (
     category_text,
@@ -119,7 +119,7 @@ def markdown_summary(report: HillclimbReport) -> str:
     if report.leakage is not None:
         blocks.append(_leakage_section(report.leakage))
     blocks.append(f"<sub>{escape_md_prose(report.scope)}</sub>")
-    return "\n\n".join(blocks) + "\n"
+    return markdown_lines("\n\n".join(blocks) + "\n")
 
 
 def _steps_table(steps: Sequence[Step]) -> str:

@@ -5,7 +5,6 @@ written as cases finish, and the event lines.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 from evalarc import schemas
 from evalarc.bundle import write_bytes
+from evalarc.cancel import new_temporary_folder
 from evalarc.canonical import compact_json, sha256_bytes
 from evalarc.clock import now_utc
 from evalarc.errors import OutputError
@@ -101,9 +101,11 @@ def stamp_event(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def make_work_folder(prefix: str, temp_root: Path | None) -> Path:
-    """A new private work folder under ``temp_root`` (default: the system's temporary folder)."""
+    """A new private work folder under ``temp_root`` (default: the system's temporary folder),
+    registered for removal when the command ends (:func:`evalarc.cancel.new_temporary_folder`);
+    remove it with :func:`evalarc.cancel.remove_temporary_folder`."""
     try:
-        return Path(tempfile.mkdtemp(prefix=prefix, dir=temp_root))
+        return new_temporary_folder(prefix, parent=temp_root)
     except OSError as error:
         raise OutputError(f"cannot create a temporary folder: {error.strerror or error}") from None
 

@@ -41,6 +41,7 @@ from evalarc.review.health_model import Finding as RecordedFinding
 from evalarc.review.manifest import assign_rules
 from evalarc.review.pairing import Tally, tally
 from evalarc.review.stats import WILSON_Z, intervals_overlap, rounded_interval, wilson_interval
+from evalarc.review.usage import finite_total
 
 MAX_INPUTS = 20
 MAX_PLAN = 1_000_000_000
@@ -295,7 +296,7 @@ def _sum_usage(run: Run, metric: str) -> tuple[float | None, int]:
             if value is not None:
                 total += value
                 reported += 1
-    return (total if reported else None), reported
+    return (finite_total(total, run, metric) if reported else None), reported
 
 
 def _mean(total: float | None, reported: int) -> float | None:

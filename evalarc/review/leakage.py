@@ -3,10 +3,19 @@
 A prompt or scaffold that contains a case's own text can make that case pass without any real
 capability, and a held-out case found there is no longer held out. :func:`collect_harness` reads
 the files (the only I/O here); :func:`scan_leakage` is the pure scan over bytes already read.
+
+Needles and files are compared in one folded form (:func:`normalize_text`): Unicode
+compatibility forms folded (NFKC: a fullwidth ``Ｃａｐｉｔａｌ`` reads ``Capital``, a ligature its
+letters), every format character dropped (Unicode category Cf: zero-width spaces and joiners,
+soft hyphens, bidi controls, the BOM), whitespace runs made one space, and case folded. A copy
+salted with invisible characters or typed in fullwidth letters is therefore still found; such a
+copy is what someone hiding a leak from a verbatim scan would write.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -27,15 +36,33 @@ HIT_TEXT_CHARS = 160
 _DIRECT_SEARCH_NEEDLES = 256
 
 LEAKAGE_SCOPE = (
-    "The scan looks for case inputs and expected answers copied verbatim, ignoring case and "
-    "whitespace, into the harness files. Paraphrased, translated or encoded copies are not "
-    "found, and a hit on a short, common text can be a coincidence."
+    "The scan looks for case inputs and expected answers copied verbatim, ignoring case, "
+    "whitespace, invisible format characters and Unicode compatibility forms (NFKC), into the "
+    "harness files. Paraphrased, translated or encoded copies are not found, and a hit on a "
+    "short, common text can be a coincidence."
 )
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 def normalize_text(text: str) -> str:
-    """Whitespace runs to one space, trimmed, casefolded: the form needles and files share."""
+    """The form needles and files share: NFKC, format characters (Cf) dropped, whitespace runs
+    to one space, trimmed, casefolded (see the module docstring)."""
+    if not text.isascii():
+        # Cf dropped before NFKC (a joiner between a letter and a combining mark must not block
+        # their composition) and again after it, so the result holds none whatever NFKC yields.
+        text = _drop_format(unicodedata.normalize("NFKC", _drop_format(text)))
     return " ".join(text.split()).casefold()
+
+
+def _drop_format(text: str) -> str:
+    """``text`` without its format characters (Unicode category Cf)."""
+    table = {
+        ord(char): None
+        for char in set(_NON_ASCII.findall(text))
+        if unicodedata.category(char) == "Cf"
+    }
+    return text.translate(table) if table else text
 
 
 @dataclass(frozen=True, slots=True)

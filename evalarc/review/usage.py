@@ -3,6 +3,11 @@
 Only what the source tools recorded is used: a missing value is unknown, never zero, and no token
 pricing is ever applied. Means are taken over cases present in both runs so that added or removed
 cases cannot make a run look cheaper.
+
+Every value is finite (the readers refuse anything else), but a sum of them need not be: two
+attempts that each record 1e308 tokens add up to infinity, which no JSON report can hold. Such a
+total is the file's problem, refused with one line naming it (:func:`finite_total`), never a
+traceback.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evalarc.errors import UsageError
+from evalarc.errors import InputError, UsageError
 from evalarc.formats.model import USAGE_METRICS, Run
 
 COST_METRIC_CHOICES = ("auto", "cost", "tokens", "duration")
@@ -25,6 +30,17 @@ USAGE_SCOPE = (
     "(paired by case and position) and counts the others. A value a tool did not record is "
     "unknown, not zero, and EvalArc applies no token pricing of its own."
 )
+
+
+def finite_total(total: float, run: Run, metric: str) -> float:
+    """``total``, a sum of ``run``'s recorded ``metric`` values, when it is finite; else an
+    InputError naming the file (each value was finite, their sum overflowed)."""
+    if math.isfinite(total):
+        return total
+    raise InputError(
+        f"{run.source.name}: the recorded {metric} values add up to more than the largest "
+        "number a report can hold (the sum overflows); usage this large cannot be right"
+    )
 
 
 def _side_usage(run: Run, case_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -43,7 +59,7 @@ def _side_usage(run: Run, case_ids: list[str]) -> dict[str, dict[str, Any]]:
     result: dict[str, dict[str, Any]] = {}
     for metric in USAGE_METRICS:
         count = reported[metric]
-        total = totals[metric] if count else None
+        total = finite_total(totals[metric], run, metric) if count else None
         mean = total / count if total is not None else None
         result[metric] = {"attempts": attempts, "reported": count, "total": total, "mean": mean}
     return result
@@ -91,6 +107,8 @@ def _paired_usage(baseline: Run, current: Run, case_ids: list[str]) -> dict[str,
                     entry["baseline_total"] += base_usage[metric]
                     entry["current_total"] += cur_usage[metric]
     for metric, entry in result.items():
+        finite_total(entry["baseline_total"], baseline, metric)
+        finite_total(entry["current_total"], current, metric)
         entry["baseline_missing"] = attempts[0] - present[0][metric]
         entry["current_missing"] = attempts[1] - present[1][metric]
     return result

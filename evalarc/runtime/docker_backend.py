@@ -816,24 +816,24 @@ def connect() -> Any:
 
 
 def leftover(labels: dict[str, str], now: float) -> bool:
-    """Whether a container with these labels belongs to nobody any more: its owner is gone,
-    or nobody here can judge the owner and its case deadline has passed."""
-    owner = labels.get(OWNER_LABEL, "")
-    alive = owner_alive(owner) if owner else None
-    if alive is False:
-        return True
-    if alive is True:
-        return False
+    """Whether a container with these labels belongs to nobody any more: its case deadline has
+    passed (whoever owns it: a container created but never started has no idle process that
+    ends at the deadline), or its owner is gone (a zombie included, see
+    :mod:`evalarc.runtime.owner`)."""
     try:
         expires = float(labels.get(EXPIRES_LABEL, ""))
     except ValueError:
-        return False
-    return math.isfinite(expires) and expires < now
+        expires = math.nan
+    if math.isfinite(expires) and expires < now:
+        return True
+    owner = labels.get(OWNER_LABEL, "")
+    return bool(owner) and owner_alive(owner) is False
 
 
 def sweep_containers(client: Any) -> int:
-    """Remove EvalArc case containers left by dead owners (see :func:`leftover`); return how
-    many were removed. Engine errors are ignored: the sweep is a safety net."""
+    """Remove EvalArc case containers left by dead owners or past their deadline, running or
+    only created (see :func:`leftover`); return how many were removed. Engine errors are
+    ignored: the sweep is a safety net."""
     removed = 0
     try:
         containers = client.containers.list(all=True, filters={"label": OWNER_LABEL})

@@ -8,7 +8,13 @@ their :data:`OWNER_LABEL` (:func:`evalarc.runtime.docker_backend.sweep_container
 folders by their ``.evalarc-owner`` file (:func:`sweep_work_folders`). Where the owner cannot
 be judged (another machine or pid namespace), a container is removed only once the case
 deadline written on it (:data:`EXPIRES_LABEL`) has passed, and its idle process ends by itself
-at that deadline anyway.
+at that deadline anyway. A container past that deadline is a leftover whoever owns it: one that
+was created but never started (its owner was killed between the two calls) has no idle process
+to end, so only the sweep can remove it.
+
+A killed owner that its parent has not reaped yet is a zombie: its /proc entry (and start time)
+stays until the parent waits for it, but it runs nothing and will clean up nothing, so it counts
+as gone. Counting it alive kept its "Created" containers forever.
 """
 
 from __future__ import annotations
@@ -36,13 +42,19 @@ def _read(path: str) -> str:
         return ""
 
 
+_GONE_STATES = frozenset("ZXx")
+"""/proc/<pid>/stat states of a process that has ended: zombie (not reaped yet) and dead."""
+
+
 def _start_time(pid: int) -> str:
     """Field 22 of /proc/<pid>/stat (clock ticks since boot), or "" when there is no such
-    process."""
+    process or it has ended (a zombie waiting for its parent counts as ended)."""
     text = _read(f"/proc/{pid}/stat")
     _, _, after = text.rpartition(")")
     fields = after.split()
-    return fields[19] if len(fields) > 19 else ""
+    if len(fields) <= 19 or fields[0] in _GONE_STATES:
+        return ""
+    return fields[19]
 
 
 def _namespace() -> str:

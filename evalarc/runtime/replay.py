@@ -30,9 +30,7 @@ import io
 import json
 import os
 import re
-import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,6 +40,7 @@ from typing import Any, NoReturn, Protocol
 import zstandard
 
 from evalarc import schemas
+from evalarc.cancel import keep_temporary_folder, new_temporary_folder, remove_temporary_folder
 from evalarc.canonical import JSONValue, sha256_bytes, strict_loads
 from evalarc.errors import EnvironmentFailure, InputError, OutputError, UsageError
 from evalarc.runtime.jsonl import encode_request, line_bytes, parse_response
@@ -418,7 +417,7 @@ def write_store(
             }
         )
     compressor = zstandard.ZstdCompressor(level=19, write_checksum=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    staging = new_temporary_folder(f".{folder.name}.", parent=folder.parent)
     total = 0
     try:
         bundle_entries: list[dict[str, str]] = []
@@ -445,8 +444,9 @@ def write_store(
         total += len(text)
         staging.chmod(0o755)
         os.rename(staging, folder)
+        keep_temporary_folder(staging)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_temporary_folder(staging)
         raise
     return total
 

@@ -6,6 +6,7 @@ point. Started by ``tests/test_cancel_rules.py``.
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import tempfile
@@ -107,6 +108,19 @@ def after_intermediate(name: str, output: Path) -> None:
         with staged_folder(output) as folder:
             (folder / "site.txt").write_text("not cancelled\n", encoding="utf-8")
     emit(Outcome(ExitCode.ACCEPTED, ["not cancelled"]))
+
+
+@main.command("after-the-result")
+@click.argument("name")
+@OUTPUT
+def after_the_result(name: str, output: Path) -> None:
+    """SIGNAL arrives while the program exits after a command that publishes nothing (as
+    ``verify``) has shown its result: from an ``atexit`` callback, the last Python code before
+    the interpreter puts the default dispositions back (a signal a moment later would kill the
+    process by that signal)."""
+    del output
+    atexit.register(_send, name)
+    emit(Outcome(ExitCode.ACCEPTED, ["verified"]))
 
 
 if __name__ == "__main__":
