@@ -248,7 +248,8 @@ def test_a_summary_that_cannot_be_written_whole_is_not_appended_at_all(
     import sys
 
     summary = tmp_path / "summary.md"
-    before = b"# earlier step\n" + b"x" * 500 + b"\n"
+    # Larger than either input, so the private copies diff makes of its inputs fit the limit.
+    before = b"# earlier step\n" + b"x" * (4 * 1024 * 1024) + b"\n"
     summary.write_bytes(before)
     limit = len(before) + 64  # room for the first bytes of the summary, not for all of it
 
