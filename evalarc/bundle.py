@@ -641,6 +641,8 @@ HELD_SUFFIXES: dict[str, str] = {
     ".mjs": "text/plain; charset=utf-8",
     ".cjs": "text/plain; charset=utf-8",
     ".ts": "text/plain; charset=utf-8",
+    ".stdout": "text/plain; charset=utf-8",
+    ".stderr": "text/plain; charset=utf-8",
     "": "application/octet-stream",
 }
 """The ALLOW-LIST of what a report folder or a site may hold besides EvalArc's own pages, by

@@ -309,6 +309,7 @@ def test_a_changed_case_set_stops_the_loop(cli: Cli, tmp_path: Path) -> None:
         "if 'password' in Path('rules.md').read_text():\n"
         "    log = json.loads(Path(out).read_text())\n"
         "    log['samples'] = [s for s in log['samples'] if s['id'] != 't08']\n"
+        "    log.pop('results', None)  # its metrics counted t08 (a log must agree with itself)\n"
         "    Path(out).write_text(json.dumps(log))\n",
     )
     config = example(tmp_path, evaluate=["{python}", script, "--output", "{output}"])
