@@ -355,9 +355,13 @@ SUITELESS_IDS = frozenset(
         "rspec",
     }
 )
-"""Pairs whose producer's case id leaves out the ``<testsuite>`` name (the classname, describe
-path or title names the test): a same-named test inserted under another suite is numbered by
-document order. GoogleTest's ids name the suite and are held to the full property."""
+"""Pairs whose producer's case id leaves out the ``<testsuite>`` name, because the name is a
+label of the whole run (pytest's ``junit_suite_name``, ``rspec``, ctest's) or already in the id
+(the classname, package, describe path or title): a test of the same classname and name under
+another suite has the same identity by the producer's own fields, so it is numbered in document
+order and, where that order could hide a change, refused. Scoping these ids by the suite name
+was tried and dropped: a run label changed between two runs would rename every test. GoogleTest's
+ids name their suite (the test's own ``TEST(Suite, Name)``) and are held to the full property."""
 ORDINAL_GAPS = frozenset({("mocha", "reorder-suites")})
 """The same describe in two files: mocha-junit-reporter writes the file on the suite, the id
 does not hold it yet, so reordering the files swaps ``#2``."""
