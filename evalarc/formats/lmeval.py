@@ -65,6 +65,11 @@ def results_file_refusal(path: Path | str) -> str:
     )
 
 
+MAX_RESULTS_WALK_BYTES = 2 * 1024 * 1024
+"""A file starting with ``results`` is walked a second time for lm-eval's markers only up to
+this size (lm-eval's ``results_*.json`` is kilobytes; a promptfoo output can be gigabytes)."""
+
+
 def refuse_lmeval_results(path: Path) -> None:
     """lm-eval's aggregate ``results_<timestamp>.json`` (``results`` first, then ``versions``,
     ``n-shot``, ``configs``...) holds no documents: refused with a pointer to the samples file.
@@ -72,6 +77,8 @@ def refuse_lmeval_results(path: Path) -> None:
     file whose walk fails is left to the promptfoo reader, which names the problem."""
     from evalarc.formats.inspect import top_level_member_types
 
+    if path.stat().st_size > MAX_RESULTS_WALK_BYTES:
+        return  # lm-eval's results files are small; a large file is not walked twice
     try:
         keys = {key for key, _ in top_level_member_types(path)}
     except InputError:
