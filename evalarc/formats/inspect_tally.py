@@ -40,10 +40,9 @@ from collections.abc import Iterable
 
 from evalarc.errors import InputError
 from evalarc.formats.archive import show_name
+from evalarc.formats.figures import agrees
 
 RECOMPUTED_METRICS = ("accuracy", "mean")
-REL_TOLERANCE = 1e-9
-ABS_TOLERANCE = 1e-12
 _LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
 _WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
 
@@ -193,7 +192,7 @@ class ScoreTally:
             ):
                 continue
             declared = metric.get("value")
-            if _close(declared, figure):
+            if agrees(declared, figure):
                 continue
             shown = reducer if isinstance(reducer, str) else "default"
             raise InputError(
@@ -202,17 +201,6 @@ class ScoreTally:
                 f"{unit} give {figure!r} (Inspect's value_to_float, {how}); the log "
                 "disagrees with itself"
             )
-
-
-def _close(declared: object, figure: float) -> bool:
-    """``declared`` is a number within the tolerance of ``figure`` (equal infinities too)."""
-    if isinstance(declared, bool) or not isinstance(declared, int | float):
-        return False
-    try:
-        number = float(declared)
-    except OverflowError:
-        return False
-    return math.isclose(number, figure, rel_tol=REL_TOLERANCE, abs_tol=ABS_TOLERANCE)
 
 
 def _figure(value: object) -> str:

@@ -31,6 +31,7 @@ from typing import Any
 
 from evalarc.canonical import strict_loads
 from evalarc.errors import InputError
+from evalarc.formats.figures import agrees
 from evalarc.formats.jsonlines import json_lines
 from evalarc.formats.model import (
     Attempt,
@@ -218,11 +219,7 @@ def _reconcile(path: Path, task: str, stamp: str, means: dict[str, float]) -> No
         value = reported.get(key)
         if value is None:
             continue
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isclose(value, mean, rel_tol=0.0, abs_tol=1e-9)
-        ):
+        if not agrees(value, mean):
             raise InputError(
                 f"{path}: the mean of {check} over its documents is {mean!r}, but "
                 f"{results_path.name} reports {key} = {value!r}"

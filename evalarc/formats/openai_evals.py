@@ -14,11 +14,11 @@ both figures. A log without ``final_report`` is an unfinished run (the gate fail
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from evalarc.errors import InputError
+from evalarc.formats.figures import agrees
 from evalarc.formats.jsonlines import json_lines
 from evalarc.formats.model import (
     Attempt,
@@ -177,11 +177,7 @@ def _same_run(name: str, number: int, line: dict[str, Any], spec: dict[str, Any]
 
 
 def _reconcile(name: str, reported: object, recomputed: float, count: int) -> None:
-    if (
-        isinstance(reported, bool)
-        or not isinstance(reported, (int, float))
-        or not math.isclose(reported, recomputed, rel_tol=0.0, abs_tol=1e-9)
-    ):
+    if not agrees(reported, recomputed):
         raise InputError(
             f"{name}: final_report accuracy {reported!r} disagrees with its {count} match "
             f"events, whose mean is {recomputed!r}"

@@ -29,6 +29,7 @@ from typing import Any
 from evalarc.canonical import canonical_bytes, strict_loads
 from evalarc.errors import InputError
 from evalarc.formats.budget import note_decompressed
+from evalarc.formats.input_file import parse_json_input, read_input_file
 from evalarc.formats.model import Attempt, Headline, Run, SampleMeta, Source, cut_evidence
 
 RESOLVED = "resolved"
@@ -139,7 +140,7 @@ def folder_bundle(path: Path) -> bytes:
         report = folder / REPORT_NAME
         shown = f"{name}/{relative}/{REPORT_NAME}"
         if _is_regular(report, shown):
-            data = _read_bounded(report, shown)
+            data = _read_bounded(report)
             total += len(data)
             if total > MAX_FOLDER_BYTES:
                 raise InputError(f"{name}: its report.json files exceed {MAX_FOLDER_BYTES} bytes")
@@ -392,30 +393,20 @@ def _is_regular(path: Path, shown: str) -> bool:
     return True
 
 
-def _read_bounded(path: Path, shown: str) -> bytes:
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-        with os.fdopen(descriptor, "rb") as handle:
-            data = handle.read(MAX_REPORT_BYTES + 1)
-    except OSError as error:
-        raise InputError(f"{shown} cannot be read: {error.strerror or error}") from None
-    if len(data) > MAX_REPORT_BYTES:
-        raise InputError(f"{shown} exceeds {MAX_REPORT_BYTES} bytes")
-    note_decompressed(len(data))  # a run folder's reports are what its reading budget counts
+def _read_bounded(path: Path) -> bytes:
+    """One report or summary, through the bounded reader every small input uses (refusals name
+    the path as given); its bytes widen the run folder's reading budget."""
+    data = read_input_file(path, what="SWE-bench file", limit=MAX_REPORT_BYTES)
+    note_decompressed(len(data))
     return data
 
 
 def _parse(data: bytes, shown: str) -> object:
-    try:
-        return strict_loads(data)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise InputError(f"{shown} is not JSON: {str(error)[:200]}") from None
-    except RecursionError:
-        raise InputError(f"{shown} is nested too deeply") from None
+    return parse_json_input(data, shown)
 
 
 def _load_json(path: Path, name: str) -> object:
-    return _parse(_read_bounded(path, name), name)
+    return _parse(_read_bounded(path), name)
 
 
 def load_document(path: Path) -> object:
