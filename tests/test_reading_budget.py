@@ -109,7 +109,7 @@ def test_the_limit_is_put_back_after_a_read_and_after_a_refusal() -> None:
 def test_decompressed_bytes_widen_the_budget() -> None:
     with budget.reading_budget("log.eval", 0):
         start = resource.getrlimit(resource.RLIMIT_DATA)[0]
-        budget.note_decompressed(10 * MIB)
+        budget.note_read(10 * MIB)
         assert resource.getrlimit(resource.RLIMIT_DATA)[0] == start + 20 * MIB
 
 

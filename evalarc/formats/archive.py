@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any, BinaryIO
 
 from evalarc.errors import InputError
-from evalarc.formats.budget import note_decompressed
+from evalarc.formats.budget import note_read
 
 MEMBER_CAP = 64 * 1024 * 1024
 """No single member may decompress to more than this many bytes."""
@@ -149,7 +149,7 @@ class SafeArchive:
                 )
             crc = zlib.crc32(piece, crc)
             pieces.append(piece)
-            note_decompressed(len(piece))
+            note_read(len(piece))
         if produced != info.file_size or crc != info.CRC:
             raise self._corrupt(f"member {shown} does not match its recorded size and CRC")
         return b"".join(pieces)

@@ -15,7 +15,7 @@ How: on Linux the soft ``RLIMIT_DATA`` (private writable memory, which is where 
 object lives) is lowered to the budget while the file is read and put back afterwards; an
 allocation past it fails, Python raises ``MemoryError``, and :func:`reading_budget` turns that
 into an :class:`~evalarc.errors.InputError` once the partial objects are released. Archive
-readers widen the budget as they decompress (:func:`note_decompressed`). Where the limit cannot
+readers widen the budget as they decompress (:func:`note_read`). Where the limit cannot
 be set (another system, another thread than the main one, a lower limit already in force) the
 budget is not applied and the readers' own caps remain.
 """
@@ -125,9 +125,10 @@ def reading_budget(name: str, size: int) -> Iterator[None]:
         )
 
 
-def note_decompressed(count: int) -> None:
-    """Widen the innermost budget by what decompressing ``count`` more bytes allows (archive
-    members are input the reader must parse, though the file on disk is smaller)."""
+def note_read(count: int) -> None:
+    """Widen the innermost budget by what reading ``count`` more bytes allows: bytes
+    decompressed from an archive member, or the files of a folder read as one input (a SWE-bench
+    run folder), which are input the reader must parse though the path given is smaller."""
     if not _STACK or threading.current_thread() is not threading.main_thread():
         return
     budget = _STACK[-1]

@@ -28,7 +28,7 @@ from typing import Any
 
 from evalarc.canonical import canonical_bytes, strict_loads
 from evalarc.errors import InputError
-from evalarc.formats.budget import note_decompressed
+from evalarc.formats.budget import note_read
 from evalarc.formats.input_file import parse_json_input, read_input_file
 from evalarc.formats.model import Attempt, Headline, Run, SampleMeta, Source, cut_evidence
 
@@ -397,7 +397,7 @@ def _read_bounded(path: Path) -> bytes:
     """One report or summary, through the bounded reader every small input uses (refusals name
     the path as given); its bytes widen the run folder's reading budget."""
     data = read_input_file(path, what="SWE-bench file", limit=MAX_REPORT_BYTES)
-    note_decompressed(len(data))
+    note_read(len(data))
     return data
 
 
